@@ -1,0 +1,137 @@
+//! fmar's handwritten backward pass: the state the fused forward keeps for autodiff and the pass
+//! that turns the output gradient into the gradients of `lhs`, `rhs` and `bias`.
+//!
+//! Layer 2 of fmar. It is generic over the inner backend and takes the inner forward as an
+//! argument, so it needs nothing from the layers below: the `fmar` crate, which owns the
+//! extension trait (Rust's orphan rule puts `impl Trait for Autodiff<B, C>` there), passes its
+//! own forward in.
+
+use burn::backend::{Backend, TensorMetadata};
+use burn::tensor::Shape;
+use burn_autodiff::checkpoint::base::Checkpointer;
+use burn_autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn_autodiff::grads::Gradients;
+use burn_autodiff::ops::{Backward, Ops, OpsKind, broadcast_shape};
+use burn_autodiff::{Autodiff, NodeId};
+
+/// A tensor primitive of backend `B`.
+pub type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
+
+/// The inner backend's fused forward, `relu(lhs @ rhs + bias)`.
+pub type Forward<B> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
+
+/// `relu(lhs @ rhs + bias)` on the autodiff backend `Autodiff<B, C>`: runs `forward` on the inner
+/// backend and, when any input is tracked, registers the backward step.
+///
+/// The operation is marked compute bound, so Burn's checkpointing keeps its state rather than
+/// recomputing the matmul. Only what the tracked inputs' gradients need is kept: `rhs` when
+/// `lhs` is tracked, `lhs` when `rhs` is tracked, and the output (its ReLU mask) in every case.
+pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
+    lhs: FloatTensor<Autodiff<B, C>>,
+    rhs: FloatTensor<Autodiff<B, C>>,
+    bias: FloatTensor<Autodiff<B, C>>,
+    forward: Forward<B>,
+) -> FloatTensor<Autodiff<B, C>> {
+    let lhs_tracked = lhs.is_tracked();
+    let rhs_tracked = rhs.is_tracked();
+
+    match FusedMatmulAddReluBackward
+        .prepare::<C>([lhs.node(), rhs.node(), bias.node()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            // Each matmul gradient reads the *other* operand.
+            let lhs_id = rhs_tracked.then(|| prep.checkpoint(&lhs));
+            let rhs_id = lhs_tracked.then(|| prep.checkpoint(&rhs));
+            let shapes = OperandShapes {
+                lhs: lhs.primitive().shape(),
+                rhs: rhs.primitive().shape(),
+                bias: bias.primitive().shape(),
+            };
+            let output = forward(
+                lhs.into_primitive(),
+                rhs.into_primitive(),
+                bias.into_primitive(),
+            );
+            let state = BackwardState {
+                lhs: lhs_id,
+                rhs: rhs_id,
+                output: output.clone(),
+                shapes,
+            };
+            prep.finish(state, output)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(forward(
+            lhs.into_primitive(),
+            rhs.into_primitive(),
+            bias.into_primitive(),
+        )),
+    }
+}
+
+/// The shapes of the three inputs, which the gradients are reduced back to.
+#[derive(Debug, Clone)]
+struct OperandShapes {
+    lhs: Shape,
+    rhs: Shape,
+    bias: Shape,
+}
+
+/// What the backward pass needs from the forward.
+#[derive(Debug, Clone)]
+struct BackwardState<T> {
+    /// Checkpointed `lhs`, present when `rhs`'s gradient is needed.
+    lhs: Option<NodeId>,
+    /// Checkpointed `rhs`, present when `lhs`'s gradient is needed.
+    rhs: Option<NodeId>,
+    /// The forward output; only its sign (the ReLU mask) is read.
+    output: T,
+    shapes: OperandShapes,
+}
+
+#[derive(Debug)]
+struct FusedMatmulAddReluBackward;
+
+impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
+    type State = BackwardState<FloatTensor<B>>;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [node_lhs, node_rhs, node_bias] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let state = ops.state;
+
+        // d relu(x) / dx is 1 where the output is positive, 0 elsewhere (x = 0 included).
+        let grad_pre_relu = B::relu_backward(state.output, grad);
+
+        if let Some(node) = node_lhs {
+            let rhs: FloatTensor<B> = checkpointer.retrieve_node_output(
+                state
+                    .rhs
+                    .expect("rhs is checkpointed whenever lhs is tracked"),
+            );
+            let grad_lhs = B::float_matmul(grad_pre_relu.clone(), B::float_transpose(rhs));
+            grads.register::<B>(node.id, broadcast_shape::<B>(grad_lhs, &state.shapes.lhs));
+        }
+        if let Some(node) = node_rhs {
+            let lhs: FloatTensor<B> = checkpointer.retrieve_node_output(
+                state
+                    .lhs
+                    .expect("lhs is checkpointed whenever rhs is tracked"),
+            );
+            let grad_rhs = B::float_matmul(B::float_transpose(lhs), grad_pre_relu.clone());
+            grads.register::<B>(node.id, broadcast_shape::<B>(grad_rhs, &state.shapes.rhs));
+        }
+        if let Some(node) = node_bias {
+            grads.register::<B>(
+                node.id,
+                broadcast_shape::<B>(grad_pre_relu, &state.shapes.bias),
+            );
+        }
+    }
+}
