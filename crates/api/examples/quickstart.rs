@@ -1,0 +1,173 @@
+//! fmar's main job: forward and backward of `relu(lhs @ rhs + bias)` on the default device,
+//! checked against Burn's composed reference, with timings.
+//!
+//! ```text
+//! cargo run --release --example quickstart
+//! BURN_DEVICE=cuda cargo run --release --features cuda --example quickstart
+//! ```
+//!
+//! Options (environment): `FMAR_QUICKSTART_SHAPE=b,m,k,n` (default `8,256,512,256`) and
+//! `FMAR_QUICKSTART_ITERS` (default 20).
+
+use burn::tensor::{DType, Device, Distribution, Tensor};
+use fmar::{matmul_add_relu, matmul_add_relu_reference};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let shape = shape_from_env();
+    let iterations: usize = std::env::var("FMAR_QUICKSTART_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let device = open_default_device();
+    let name = device
+        .identity()
+        .map(|identity| format!("{} ({})", identity.name, identity.fingerprint))
+        .unwrap_or_else(|| "unknown".into());
+    println!("device: {device:?}, {name}");
+    let [b, m, k, n] = shape;
+    println!("shape: lhs [{b}, {m}, {k}], rhs [{b}, {k}, {n}], bias [{b}, {m}, {n}]");
+    println!();
+    println!(
+        "| dtype | forward rel. error | grad lhs | grad rhs | grad bias | fmar fwd | reference fwd | fmar fwd+bwd | reference fwd+bwd |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        if !device.supports_dtype(dtype) {
+            println!("| {dtype:?} | not supported by this device | | | | | | | |");
+            continue;
+        }
+        run(&device, shape, dtype, iterations);
+    }
+}
+
+/// The default device, or a message that says what to install when none can be opened.
+fn open_default_device() -> Device {
+    let opened = std::panic::catch_unwind(|| {
+        let device = Device::default();
+        // Opening the device is lazy: touch it so that a missing driver shows up here.
+        let _ = Tensor::<1>::zeros([1], &device).into_data();
+        device
+    });
+    match opened {
+        Ok(device) => device,
+        Err(_) => {
+            eprintln!(
+                "\nfmar: no GPU runtime could be opened on this machine.\n\
+                 - Without a GPU, install Mesa's software Vulkan driver (lavapipe):\n\
+                 \x20   sudo apt-get install -y mesa-vulkan-drivers libvulkan1\n\
+                 - On an NVIDIA GPU, build with `--features cuda` and set BURN_DEVICE=cuda.\n\
+                 - Set BURN_DEVICE to pick another backend Burn was built with."
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+fn shape_from_env() -> [usize; 4] {
+    let Ok(text) = std::env::var("FMAR_QUICKSTART_SHAPE") else {
+        return [8, 256, 512, 256];
+    };
+    let dims: Vec<usize> = text
+        .split(',')
+        .map(|d| d.trim().parse().expect("FMAR_QUICKSTART_SHAPE is b,m,k,n"))
+        .collect();
+    dims.try_into()
+        .expect("FMAR_QUICKSTART_SHAPE has four dims")
+}
+
+type Op = fn(Tensor<3>, Tensor<3>, Tensor<3>) -> Tensor<3>;
+
+struct Run {
+    output: Tensor<3>,
+    grads: [Tensor<3>; 3],
+}
+
+fn run(device: &Device, [b, m, k, n]: [usize; 4], dtype: DType, iterations: usize) {
+    let random = |dims: [usize; 3]| {
+        Tensor::<3>::random(dims, Distribution::Uniform(-1.0, 1.0), (device, dtype))
+    };
+    let (lhs, rhs, bias) = (random([b, m, k]), random([b, k, n]), random([b, m, n]));
+    let upstream = random([b, m, n]);
+
+    let forward_backward = |op: Op| -> Run {
+        let lhs = lhs.clone().autodiff().require_grad();
+        let rhs = rhs.clone().autodiff().require_grad();
+        let bias = bias.clone().autodiff().require_grad();
+        let output = op(lhs.clone(), rhs.clone(), bias.clone());
+        let grads = (output.clone() * upstream.clone()).sum().backward();
+        let grad = |t: &Tensor<3>| t.grad(&grads).expect("tracked input has a gradient");
+        Run {
+            grads: [grad(&lhs), grad(&rhs), grad(&bias)],
+            output: output.inner(),
+        }
+    };
+
+    let fmar = forward_backward(matmul_add_relu);
+    let reference = forward_backward(matmul_add_relu_reference);
+    let errors: Vec<String> = std::iter::once((fmar.output, reference.output))
+        .chain(fmar.grads.into_iter().zip(reference.grads))
+        .map(|(a, b)| format!("{:.2e}", relative_error(a, b)))
+        .collect();
+
+    let time_forward = |op: Op| {
+        median(iterations, device, || {
+            op(lhs.clone(), rhs.clone(), bias.clone())
+        })
+    };
+    let time_forward_backward = |op: Op| median(iterations, device, || forward_backward(op));
+    println!(
+        "| {dtype:?} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        errors[0],
+        errors[1],
+        errors[2],
+        errors[3],
+        format_duration(time_forward(matmul_add_relu)),
+        format_duration(time_forward(matmul_add_relu_reference)),
+        format_duration(time_forward_backward(matmul_add_relu)),
+        format_duration(time_forward_backward(matmul_add_relu_reference)),
+    );
+}
+
+/// `||a - b|| / ||b||`, computed in f64.
+fn relative_error(a: Tensor<3>, b: Tensor<3>) -> f64 {
+    let a = a
+        .into_data()
+        .convert::<f64>()
+        .try_to_vec::<f64>()
+        .expect("f64");
+    let b = b
+        .into_data()
+        .convert::<f64>()
+        .try_to_vec::<f64>()
+        .expect("f64");
+    let diff: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum();
+    let norm: f64 = b.iter().map(|y| y * y).sum();
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// Median wall time of `f`, synchronised with the device, after two warm-up runs. The result
+/// is kept alive until the sync: Fusion skips work whose result is dropped unread.
+fn median<T>(iterations: usize, device: &Device, mut f: impl FnMut() -> T) -> Duration {
+    for _ in 0..2 {
+        let _kept = f();
+        device.sync().expect("device sync");
+    }
+    let mut times: Vec<Duration> = (0..iterations.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            let kept = f();
+            device.sync().expect("device sync");
+            let elapsed = start.elapsed();
+            drop(kept);
+            elapsed
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn format_duration(duration: Duration) -> String {
+    format!("{:.3} ms", duration.as_secs_f64() * 1e3)
+}
