@@ -1,0 +1,15 @@
+//! fmar's shared test harness: a plain-Rust f64 reference for `relu(lhs @ rhs + bias)` and its
+//! three gradients, random inputs that are fresh on every run (and reproducible from a printed
+//! seed), and one tolerance rule per dtype.
+//!
+//! Every crate's tests use it as a dev-dependency, and this package's integration tests (in
+//! `tests/`) use it with fmar's public API. It depends on no part of fmar and on no GPU crate, so
+//! a swapped-in kernel crate can run the same checks.
+
+pub mod data;
+pub mod reference;
+pub mod tolerance;
+
+pub use data::{Precision, Rng, should_run};
+pub use reference::{Gradients, HostTensor, Problem};
+pub use tolerance::{Tolerance, assert_close};

@@ -1,0 +1,108 @@
+//! One tolerance rule for every comparison, with the constant set by the storage precision.
+//!
+//! An element passes when `|actual - expected| <= rtol * (|expected| + scale)`, where `scale` is
+//! the typical size of a partial sum in the reduction that produced it, `sqrt(k) * max|a| *
+//! max|b|` for a length-`k` dot product ([`Tolerance::matmul_scale`]). The `|expected|` term
+//! covers the final rounding to the storage dtype; the `scale` term covers accumulation error
+//! and cancellation near zero. `rtol` is a small multiple of the unit roundoff `u`:
+//!
+//! | storage | `u` | `rtol` | why |
+//! |---|---|---|---|
+//! | f32 | 2^-24 | 1e-5 | f32 accumulation drifts by about `sqrt(k) * u` of `scale`; 1e-5 leaves 10x room at k = 4096 |
+//! | tf32 | 2^-11 | 5e-3 | inputs rounded to 10 mantissa bits (CUDA matmuls with `allow_tf32`) |
+//! | f16 | 2^-11 | 2e-3 | `4u`: output rounding plus one rounding of each intermediate tensor |
+//! | bf16 | 2^-8 | 1.6e-2 | `4u`, likewise |
+//!
+//! The f16 bound is tight enough that an f16 accumulator fails it: at k = 4096 with positive
+//! inputs, an f16 running sum stops growing near 512 while the true sum is about 1024.
+
+use crate::data::Precision;
+
+/// The relative tolerance of one comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// The multiplier of `|expected| + scale`.
+    pub rtol: f64,
+}
+
+impl Tolerance {
+    /// The tolerance for results stored in `precision` and accumulated in f32.
+    pub fn for_precision(precision: Precision) -> Self {
+        let rtol = match precision {
+            Precision::F32 => 1e-5,
+            Precision::F16 => 4.0 * precision.unit_roundoff(),
+            Precision::BF16 => 4.0 * precision.unit_roundoff(),
+        };
+        Self { rtol }
+    }
+
+    /// The tolerance for f32 results of a matmul that may round its inputs to TF32.
+    pub fn tf32() -> Self {
+        Self { rtol: 5e-3 }
+    }
+
+    /// The typical partial-sum size of a length-`k` dot product of values bounded by `a_max`
+    /// and `b_max`.
+    pub fn matmul_scale(k: usize, a_max: f64, b_max: f64) -> f64 {
+        (k as f64).sqrt() * a_max * b_max
+    }
+
+    /// The largest error allowed for an element expected to be `expected`.
+    pub fn bound(&self, expected: f64, scale: f64) -> f64 {
+        self.rtol * (expected.abs() + scale)
+    }
+}
+
+/// Panics, naming `what`, the worst element and the seed, unless every element of `actual` is
+/// within `tolerance` of `expected`. NaN passes only where NaN is expected, and infinities only
+/// where the same infinity is expected.
+pub fn assert_close(
+    what: &str,
+    actual: &[f64],
+    expected: &[f64],
+    tolerance: Tolerance,
+    scale: f64,
+    seed: u64,
+) {
+    assert_eq!(
+        actual.len(),
+        expected.len(),
+        "{what}: {} values, expected {} (seed {seed})",
+        actual.len(),
+        expected.len()
+    );
+    let mut worst: Option<(usize, f64)> = None;
+    let mut failures = 0;
+    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let ok = if e.is_nan() || a.is_nan() {
+            e.is_nan() && a.is_nan()
+        } else if e.is_infinite() || a.is_infinite() {
+            a == e
+        } else {
+            (a - e).abs() <= tolerance.bound(e, scale)
+        };
+        if !ok {
+            failures += 1;
+            let excess = if (a - e).is_nan() {
+                f64::INFINITY
+            } else {
+                (a - e).abs() / tolerance.bound(e, scale).max(f64::MIN_POSITIVE)
+            };
+            if worst.is_none_or(|(_, w)| excess > w) {
+                worst = Some((index, excess));
+            }
+        }
+    }
+    if let Some((index, excess)) = worst {
+        panic!(
+            "{what}: {failures} of {} elements outside tolerance (rtol {:e}, scale {scale:.3e}); \
+             worst at flat index {index}: got {}, expected {}, error {:.3e} is {excess:.1}x the \
+             bound. Reproduce with FMAR_TEST_SEED={seed}",
+            actual.len(),
+            tolerance.rtol,
+            actual[index],
+            expected[index],
+            (actual[index] - expected[index]).abs(),
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! Helpers the integration tests share: host data in and out of Burn tensors, and one
+//! forward + backward run.
+#![allow(dead_code)] // Each test binary uses its own subset.
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use fmar_tests::{HostTensor, Precision, Problem};
+
+/// The Burn dtype that stores `precision`.
+pub fn dtype(precision: Precision) -> DType {
+    match precision {
+        Precision::F32 => DType::F32,
+        Precision::F16 => DType::F16,
+        Precision::BF16 => DType::BF16,
+    }
+}
+
+/// `host` as a tensor on `device`, stored in `precision`.
+pub fn tensor(host: &HostTensor, device: &Device, precision: Precision) -> Tensor<3> {
+    let values: Vec<f32> = host.data.iter().map(|&x| x as f32).collect();
+    Tensor::from_data(
+        TensorData::new(values, host.shape.clone()),
+        (device, dtype(precision)),
+    )
+}
+
+/// A tensor's values, widened to f64.
+pub fn values(tensor: Tensor<3>) -> Vec<f64> {
+    tensor
+        .into_data()
+        .convert::<f64>()
+        .try_into_vec::<f64>()
+        .expect("f64 data")
+}
+
+/// The signature of `matmul_add_relu` and its reference.
+pub type Op = fn(Tensor<3>, Tensor<3>, Tensor<3>) -> Tensor<3>;
+
+/// Forward and backward of `op` on `problem`, with upstream gradient `grad_output`.
+pub fn forward_backward(
+    op: Op,
+    problem: &Problem,
+    grad_output: &HostTensor,
+    device: &Device,
+    precision: Precision,
+) -> [Vec<f64>; 4] {
+    let device = device.clone().autodiff();
+    let lhs = tensor(&problem.lhs, &device, precision).require_grad();
+    let rhs = tensor(&problem.rhs, &device, precision).require_grad();
+    let bias = tensor(&problem.bias, &device, precision).require_grad();
+    let upstream = tensor(grad_output, &device, precision);
+
+    let output = op(lhs.clone(), rhs.clone(), bias.clone());
+    let grads = (output.clone() * upstream).sum().backward();
+    let grad = |t: &Tensor<3>| values(t.grad(&grads).expect("tracked input has a gradient"));
+    [values(output), grad(&lhs), grad(&rhs), grad(&bias)]
+}

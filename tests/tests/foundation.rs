@@ -1,0 +1,185 @@
+//! The seed's behaviour through fmar's public API: forward values and all three gradients
+//! against the f64 reference (and hence against Burn's composed reference), on Burn's default
+//! device (Fusion on) and through the autodiff device, with proof that fmar's kernel ran.
+
+mod common;
+
+use burn::tensor::{DType, Device, Tensor};
+use common::{Op, dtype, forward_backward, tensor, values};
+use fmar::{matmul_add_relu, matmul_add_relu_reference};
+use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerance, assert_close, should_run};
+
+/// Checks `op`'s forward and gradients against the f64 reference.
+fn check_against_f64(op: Op, name: &str, problem: &Problem, precision: Precision, seed: u64) {
+    let device = Device::default();
+    let mut rng = Rng::seeded(seed ^ 0x5eed);
+    let grad_output = HostTensor::random(&problem.output.shape, &mut rng, precision);
+    let [out, grad_lhs, grad_rhs, grad_bias] =
+        forward_backward(op, problem, &grad_output, &device, precision);
+
+    let tolerance = Tolerance::for_precision(precision);
+    let k = problem.k();
+    let forward_scale = Tolerance::matmul_scale(k, problem.lhs.max_abs(), problem.rhs.max_abs())
+        + problem.bias.max_abs();
+    let what = |part: &str| {
+        format!(
+            "{name} {part} {precision:?} lhs {:?} rhs {:?}",
+            problem.lhs.shape, problem.rhs.shape
+        )
+    };
+    assert_close(
+        &what("forward"),
+        &out,
+        &problem.output.data,
+        tolerance,
+        forward_scale,
+        seed,
+    );
+
+    // Where the pre-activation is within the forward tolerance of 0, its sign is not fixed at
+    // this precision; the implementation's own output decides the mask there.
+    let mask = problem.resolve_mask(&out, |i| {
+        tolerance.bound(problem.pre_activation.data[i], forward_scale)
+    });
+    let expected = problem.gradients(&grad_output, &mask);
+    let out_shape = &problem.output.shape;
+    let (m, n) = (out_shape[1], out_shape[2]);
+    let batch_reduction = out_shape[0] * m;
+    let g = grad_output.max_abs();
+    assert_close(
+        &what("grad lhs"),
+        &grad_lhs,
+        &expected.lhs.data,
+        tolerance,
+        Tolerance::matmul_scale(n * out_shape[0], g, problem.rhs.max_abs()),
+        seed,
+    );
+    assert_close(
+        &what("grad rhs"),
+        &grad_rhs,
+        &expected.rhs.data,
+        tolerance,
+        Tolerance::matmul_scale(batch_reduction, g, problem.lhs.max_abs()),
+        seed,
+    );
+    assert_close(
+        &what("grad bias"),
+        &grad_bias,
+        &expected.bias.data,
+        tolerance,
+        Tolerance::matmul_scale(out_shape[0], g, 1.0),
+        seed,
+    );
+}
+
+/// `b x m x k x n` with both batches `b`, plus the broadcast variants the issue names.
+fn cases() -> Vec<([usize; 3], [usize; 3])> {
+    let mut cases: Vec<([usize; 3], [usize; 3])> = [
+        (1, 17, 33, 5),
+        (3, 65, 7, 129),
+        (2, 31, 1, 9),
+        (1, 1, 1, 1),
+        (2, 128, 256, 64),
+    ]
+    .iter()
+    .map(|&(b, m, k, n)| ([b, m, k], [b, k, n]))
+    .collect();
+    cases.push(([1, 19, 23], [5, 23, 9]));
+    cases.push(([5, 19, 23], [1, 23, 9]));
+    cases
+}
+
+fn check_all(precision: Precision) {
+    for (lhs, rhs) in cases() {
+        let mut rng = Rng::fresh();
+        let out = fmar_tests::reference::output_shape(&lhs, &rhs);
+        let problem = Problem::random(&lhs, &rhs, &out, &mut rng, precision);
+        check_against_f64(matmul_add_relu, "fmar", &problem, precision, rng.seed());
+        check_against_f64(
+            matmul_add_relu_reference,
+            "burn reference",
+            &problem,
+            precision,
+            rng.seed(),
+        );
+    }
+}
+
+#[test]
+fn f32_forward_and_gradients_match_f64_reference() {
+    check_all(Precision::F32);
+}
+
+#[test]
+fn half_precision_forward_and_gradients_match_f64_reference() {
+    for precision in [Precision::F16, Precision::BF16] {
+        if should_run(
+            precision,
+            Device::default().supports_dtype(dtype(precision)),
+        ) {
+            check_all(precision);
+        }
+    }
+}
+
+#[test]
+fn forward_on_default_device_matches_without_autodiff() {
+    let device = Device::default();
+    let mut rng = Rng::fresh();
+    let problem = Problem::random(
+        &[3, 65, 7],
+        &[3, 7, 129],
+        &[3, 65, 129],
+        &mut rng,
+        Precision::F32,
+    );
+    let out = values(matmul_add_relu(
+        tensor(&problem.lhs, &device, Precision::F32),
+        tensor(&problem.rhs, &device, Precision::F32),
+        tensor(&problem.bias, &device, Precision::F32),
+    ));
+    let scale = Tolerance::matmul_scale(7, 1.0, 1.0) + 1.0;
+    assert_close(
+        "default device forward",
+        &out,
+        &problem.output.data,
+        Tolerance::for_precision(Precision::F32),
+        scale,
+        rng.seed(),
+    );
+}
+
+#[test]
+#[should_panic(
+    expected = "matmul_add_relu: inner dims differ: `lhs` [2, 3, 4] has k = 4 but `rhs` [2, 5, 6] has k = 5"
+)]
+fn inner_dim_mismatch_panics_at_the_call_naming_both_shapes() {
+    let device = Device::default();
+    let _ = matmul_add_relu(
+        Tensor::zeros([2, 3, 4], &device),
+        Tensor::zeros([2, 5, 6], &device),
+        Tensor::zeros([2, 3, 6], &device),
+    );
+}
+
+#[test]
+#[should_panic(expected = "matmul_add_relu: `bias` [2, 3, 5] must have the output shape [2, 3, 6]")]
+fn wrong_bias_shape_panics_naming_bias() {
+    let device = Device::default();
+    let _ = matmul_add_relu(
+        Tensor::zeros([2, 3, 4], &device),
+        Tensor::zeros([2, 4, 6], &device),
+        Tensor::zeros([2, 3, 5], &device),
+    );
+}
+
+#[test]
+#[should_panic(expected = "matmul_add_relu: `rhs` has dtype F16 but `lhs` has dtype F32")]
+fn mixed_dtypes_panic_naming_both() {
+    let device = Device::default();
+    let _ = matmul_add_relu(
+        Tensor::zeros([2, 3, 4], &device),
+        Tensor::zeros([2, 4, 6], (&device, DType::F16)),
+        Tensor::zeros([2, 3, 6], &device),
+    );
+}
