@@ -1,41 +1,60 @@
-//! Output metadata of fmar's fused `relu(lhs @ rhs + bias)`: the one shape rule that Fusion's lazy
-//! registration and direct execution both call, so the shape Fusion announces before the kernel
-//! runs is, by construction, the shape the kernel produces.
+//! Output metadata of fmar's fused `relu(lhs @ rhs + bias)`, and the rules that decide whether
+//! the inputs have any: the shape and dtype that Fusion's lazy registration announces and that
+//! direct execution produces come from the same functions here, so they agree by construction.
 //!
-//! Layer 0 of fmar: it depends on Burn's `Shape` type only.
+//! Layer 0 of fmar: it depends on Burn's metadata types (`Shape`, `DType`) only. [`Error`] is
+//! fmar's public error type (re-exported as `fmar::Error`): every check, whether the public API
+//! makes it at the call or the backend makes it again at execution, reports through it.
 
-use burn::tensor::Shape;
-use std::fmt;
+use burn::tensor::{DType, Shape};
 
 /// The name every message uses for the operation.
 pub const OP_NAME: &str = "matmul_add_relu";
 
-/// Why a set of operand shapes has no fused output shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShapeError {
-    /// An operand has fewer than two dims.
-    RankTooLow {
+/// The dtypes the fused kernel computes in. Each accumulates in f32.
+pub const SUPPORTED_DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// Why fmar refused its inputs. Each message names the operation, the argument and the shapes,
+/// dtypes or devices involved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ---- shapes -------------------------------------------------------------------------------
+    /// `lhs` or `rhs` has fewer than two dims, or `rhs`'s rank differs from `lhs`'s.
+    #[error(
+        "{OP_NAME}: `{operand}` has shape {shape} (rank {}), but {requirement}",
+        shape.num_dims()
+    )]
+    Rank {
         /// `"lhs"` or `"rhs"`.
         operand: &'static str,
         /// Its shape.
         shape: Shape,
+        /// What the rank must be, in words.
+        requirement: String,
     },
-    /// `lhs` and `rhs` have different ranks.
-    RankMismatch {
-        /// The shape of `lhs`.
-        lhs: Shape,
-        /// The shape of `rhs`.
-        rhs: Shape,
-    },
+
     /// `lhs`'s last dim differs from `rhs`'s second-to-last dim.
+    #[error(
+        "{OP_NAME}: inner dims differ: `lhs` {lhs} has k = {} but `rhs` {rhs} has k = {}",
+        lhs[lhs.num_dims() - 1],
+        rhs[rhs.num_dims() - 2]
+    )]
     InnerDim {
         /// The shape of `lhs`.
         lhs: Shape,
         /// The shape of `rhs`.
         rhs: Shape,
     },
+
     /// A batch dim of `lhs` and `rhs` differs and neither is 1.
-    Batch {
+    #[error(
+        "{OP_NAME}: batch dim {dim} does not broadcast: `lhs` {lhs} has {} and `rhs` {rhs} has \
+         {} (sizes must match or one must be 1)",
+        lhs[*dim],
+        rhs[*dim]
+    )]
+    BatchNotBroadcastable {
         /// The shape of `lhs`.
         lhs: Shape,
         /// The shape of `rhs`.
@@ -43,60 +62,70 @@ pub enum ShapeError {
         /// The first batch dim that does not broadcast.
         dim: usize,
     },
-    /// `bias` does not have the output's shape.
-    Bias {
+
+    /// `bias` does not broadcast to the output shape.
+    #[error(
+        "{OP_NAME}: `bias` {bias} does not broadcast to the output shape {output} (dims are \
+         matched from the right; each must equal the output's or be 1, and `bias` may not have \
+         more dims than the output)"
+    )]
+    BiasNotBroadcastable {
         /// The shape of `bias`.
         bias: Shape,
         /// The shape of `lhs @ rhs`.
         output: Shape,
     },
-}
 
-impl fmt::Display for ShapeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::RankTooLow { operand, shape } => write!(
-                f,
-                "{OP_NAME}: `{operand}` must have at least 2 dims, got shape {shape}"
-            ),
-            Self::RankMismatch { lhs, rhs } => write!(
-                f,
-                "{OP_NAME}: `lhs` and `rhs` must have the same rank, got lhs {lhs} (rank {}) and \
-                 rhs {rhs} (rank {})",
-                lhs.num_dims(),
-                rhs.num_dims()
-            ),
-            Self::InnerDim { lhs, rhs } => write!(
-                f,
-                "{OP_NAME}: inner dims differ: `lhs` {lhs} has k = {} but `rhs` {rhs} has k = {}",
-                lhs[lhs.num_dims() - 1],
-                rhs[rhs.num_dims() - 2]
-            ),
-            Self::Batch { lhs, rhs, dim } => write!(
-                f,
-                "{OP_NAME}: batch dim {dim} does not broadcast: `lhs` {lhs} has {} and `rhs` \
-                 {rhs} has {} (sizes must match or one must be 1)",
-                lhs[*dim], rhs[*dim]
-            ),
-            Self::Bias { bias, output } => write!(
-                f,
-                "{OP_NAME}: `bias` {bias} must have the output shape {output}"
-            ),
-        }
-    }
-}
+    // ---- dtypes -------------------------------------------------------------------------------
+    /// `rhs` or `bias` has a dtype other than `lhs`'s.
+    #[error(
+        "{OP_NAME}: `{operand}` has dtype {dtype:?} but `lhs` has dtype {lhs:?}; all three must match"
+    )]
+    DtypeMismatch {
+        /// `"rhs"` or `"bias"`.
+        operand: &'static str,
+        /// Its dtype.
+        dtype: DType,
+        /// The dtype of `lhs`.
+        lhs: DType,
+    },
 
-impl std::error::Error for ShapeError {}
+    /// The dtype is not one fmar computes in, or the device cannot run it.
+    #[error("{OP_NAME}: dtype {dtype:?} is not supported {reason}")]
+    UnsupportedDtype {
+        /// The inputs' dtype.
+        dtype: DType,
+        /// Why, in words (the supported set, or the device that lacks it).
+        reason: String,
+    },
+
+    // ---- devices ------------------------------------------------------------------------------
+    /// `rhs` or `bias` is on another device than `lhs`.
+    #[error("{OP_NAME}: `{operand}` is on device {device} but `lhs` is on device {lhs}")]
+    DeviceMismatch {
+        /// `"rhs"` or `"bias"`.
+        operand: &'static str,
+        /// Its device, as Burn prints it.
+        device: String,
+        /// The device of `lhs`.
+        lhs: String,
+    },
+}
 
 /// The shape of `relu(lhs @ rhs + bias)`, or why there is none.
 ///
-/// `lhs` is `[B.., m, k]` and `rhs` is `[B.., k, n]` with the same rank `>= 2`; their batch dims
-/// broadcast (each pair equal, or one of them 1). The output is `[B.., m, n]` with the broadcast
-/// batch dims, and `bias` must have exactly that shape.
-pub fn try_output_shape(lhs: &Shape, rhs: &Shape, bias: &Shape) -> Result<Shape, ShapeError> {
+/// - `lhs` is `[B.., m, k]` and `rhs` is `[B.., k, n]`, of one rank `>= 2`. Their batch dims
+///   broadcast pairwise (equal, or one of them 1; a 1 meeting a 0 gives 0).
+/// - The output is `[B.., m, n]` with the broadcast batch dims.
+/// - `bias` broadcasts to the output, matched from the right as in NumPy and Burn: it has at
+///   most the output's rank, and each of its dims equals the output's or is 1. `[n]`, `[1, n]`,
+///   `[m, 1]`, `[b, 1, n]` and the full shape all qualify.
+///
+/// Zero sizes are legal: `k = 0` gives `relu(bias)`, `m = 0` or `n = 0` an empty output.
+pub fn try_output_shape(lhs: &Shape, rhs: &Shape, bias: &Shape) -> Result<Shape, Error> {
     let output = try_matmul_shape(lhs, rhs)?;
-    if bias != &output {
-        return Err(ShapeError::Bias {
+    if !broadcasts_to(bias, &output) {
+        return Err(Error::BiasNotBroadcastable {
             bias: bias.clone(),
             output,
         });
@@ -104,47 +133,58 @@ pub fn try_output_shape(lhs: &Shape, rhs: &Shape, bias: &Shape) -> Result<Shape,
     Ok(output)
 }
 
-/// [`try_output_shape`], panicking with the error's message. This is the form the Fusion
-/// annotation calls; the public API validates first, so Fusion never sees bad shapes from it.
+/// [`try_output_shape`], panicking with the error's message.
+///
+/// This is the function the Fusion annotation calls when it registers the operation. The public
+/// API validates first, so from there it never panics.
 pub fn output_shape(lhs: &Shape, rhs: &Shape, bias: &Shape) -> Shape {
     try_output_shape(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
 }
 
 /// The shape of `lhs @ rhs` with broadcast batch dims, or why there is none.
-pub fn try_matmul_shape(lhs: &Shape, rhs: &Shape) -> Result<Shape, ShapeError> {
-    for (operand, shape) in [("lhs", lhs), ("rhs", rhs)] {
-        if shape.num_dims() < 2 {
-            return Err(ShapeError::RankTooLow {
-                operand,
-                shape: shape.clone(),
-            });
-        }
-    }
+pub fn try_matmul_shape(lhs: &Shape, rhs: &Shape) -> Result<Shape, Error> {
     let rank = lhs.num_dims();
+    if rank < 2 {
+        return Err(Error::Rank {
+            operand: "lhs",
+            shape: lhs.clone(),
+            requirement: "it must have at least 2 dims".into(),
+        });
+    }
     if rhs.num_dims() != rank {
-        return Err(ShapeError::RankMismatch {
-            lhs: lhs.clone(),
-            rhs: rhs.clone(),
+        return Err(Error::Rank {
+            operand: "rhs",
+            shape: rhs.clone(),
+            requirement: format!("it must have the rank of `lhs` {lhs}, {rank}"),
         });
     }
     if lhs[rank - 1] != rhs[rank - 2] {
-        return Err(ShapeError::InnerDim {
+        return Err(Error::InnerDim {
             lhs: lhs.clone(),
             rhs: rhs.clone(),
         });
     }
     let mut dims = Vec::with_capacity(rank);
     for dim in 0..rank - 2 {
-        dims.push(
-            broadcast_dim(lhs[dim], rhs[dim]).ok_or_else(|| ShapeError::Batch {
+        let size =
+            broadcast_dim(lhs[dim], rhs[dim]).ok_or_else(|| Error::BatchNotBroadcastable {
                 lhs: lhs.clone(),
                 rhs: rhs.clone(),
                 dim,
-            })?,
-        );
+            })?;
+        dims.push(size);
     }
     dims.extend([lhs[rank - 2], rhs[rank - 1]]);
     Ok(Shape::from(dims))
+}
+
+/// Whether `shape` broadcasts to `target`, matched from the right.
+pub fn broadcasts_to(shape: &Shape, target: &Shape) -> bool {
+    let skip = match target.num_dims().checked_sub(shape.num_dims()) {
+        Some(skip) => skip,
+        None => return false,
+    };
+    (0..shape.num_dims()).all(|dim| shape[dim] == 1 || shape[dim] == target[skip + dim])
 }
 
 /// The size two broadcast dims take, `None` when they do not broadcast. A 1 stretches to the
@@ -156,6 +196,32 @@ pub fn broadcast_dim(a: usize, b: usize) -> Option<usize> {
         (a, 1) => Some(a),
         _ => None,
     }
+}
+
+/// The output dtype: `lhs`'s, once `rhs` and `bias` match it and fmar computes in it. (Whether a
+/// given device can run it is the caller's question: see [`Error::UnsupportedDtype`].)
+pub fn try_output_dtype(lhs: DType, rhs: DType, bias: DType) -> Result<DType, Error> {
+    for (operand, dtype) in [("rhs", rhs), ("bias", bias)] {
+        if dtype != lhs {
+            return Err(Error::DtypeMismatch {
+                operand,
+                dtype,
+                lhs,
+            });
+        }
+    }
+    if !SUPPORTED_DTYPES.contains(&lhs) {
+        return Err(Error::UnsupportedDtype {
+            dtype: lhs,
+            reason: "(fmar computes in F32, F16 and BF16)".into(),
+        });
+    }
+    Ok(lhs)
+}
+
+/// [`try_output_dtype`], panicking with the error's message. The Fusion annotation calls it.
+pub fn output_dtype(lhs: DType, rhs: DType, bias: DType) -> DType {
+    try_output_dtype(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
 }
 
 #[cfg(test)]
@@ -177,6 +243,25 @@ mod tests {
     }
 
     #[test]
+    fn linear_bias_broadcasts() {
+        let out = shape(&[4, 8, 16]);
+        for bias in [
+            &[16][..],
+            &[1, 16],
+            &[1, 1, 16],
+            &[4, 1, 16],
+            &[1, 8, 16],
+            &[8, 1],
+            &[1],
+        ] {
+            assert!(broadcasts_to(&shape(bias), &out), "{bias:?}");
+        }
+        for bias in [&[15][..], &[2, 1, 16], &[1, 4, 8, 16], &[8]] {
+            assert!(!broadcasts_to(&shape(bias), &out), "{bias:?}");
+        }
+    }
+
+    #[test]
     fn zero_broadcasts_against_one() {
         assert_eq!(broadcast_dim(0, 1), Some(0));
         assert_eq!(broadcast_dim(1, 0), Some(0));
@@ -186,12 +271,27 @@ mod tests {
     #[test]
     #[should_panic(expected = "inner dims differ: `lhs` [2, 3, 4] has k = 4 but `rhs` [2, 5, 6]")]
     fn panic_message_names_operands_and_shapes() {
-        output_shape(&shape(&[2, 3, 4]), &shape(&[2, 5, 6]), &shape(&[2, 3, 6]));
+        output_shape(&shape(&[2, 3, 4]), &shape(&[2, 5, 6]), &shape(&[6]));
     }
 
     #[test]
     fn rank_one_is_rejected_before_indexing() {
         let err = try_output_shape(&shape(&[4]), &shape(&[4, 2]), &shape(&[2])).unwrap_err();
-        assert!(matches!(err, ShapeError::RankTooLow { operand: "lhs", .. }));
+        assert!(matches!(err, Error::Rank { operand: "lhs", .. }), "{err}");
+    }
+
+    #[test]
+    fn dtype_rules() {
+        assert_eq!(
+            try_output_dtype(DType::F16, DType::F16, DType::F16),
+            Ok(DType::F16)
+        );
+        let err = try_output_dtype(DType::F32, DType::F32, DType::BF16).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "matmul_add_relu: `bias` has dtype BF16 but `lhs` has dtype F32; all three must match"
+        );
+        let err = try_output_dtype(DType::F64, DType::F64, DType::F64).unwrap_err();
+        assert!(matches!(err, Error::UnsupportedDtype { .. }), "{err}");
     }
 }

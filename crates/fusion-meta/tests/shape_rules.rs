@@ -1,8 +1,9 @@
 //! Property tests of the shape rule: valid operands give the broadcast shape (and agree with
-//! Burn's own matmul shape rule), and each kind of bad operand gives its own error.
+//! Burn's own matmul shape rule), every bias pattern that broadcasts is accepted, and each kind
+//! of bad operand gives its own error, whose message names the shapes.
 
 use burn::tensor::Shape;
-use fmar_fusion_meta::{ShapeError, output_shape, try_matmul_shape, try_output_shape};
+use fmar_fusion_meta::{Error, broadcasts_to, output_shape, try_matmul_shape, try_output_shape};
 use proptest::prelude::*;
 
 /// A batch-dim pair that broadcasts: equal, or one side 1.
@@ -14,10 +15,10 @@ fn broadcast_pair() -> impl Strategy<Value = (usize, usize)> {
     })
 }
 
-/// Valid `(lhs, rhs, expected output)` shapes of rank 2 to 5, zero sizes included.
+/// Valid `(lhs, rhs, output)` shapes of rank 2 to 6, zero sizes included.
 fn valid_shapes() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, Vec<usize>)> {
     (
-        prop::collection::vec(broadcast_pair(), 0..4),
+        prop::collection::vec(broadcast_pair(), 0..5),
         0usize..40,
         0usize..40,
         0usize..40,
@@ -34,14 +35,30 @@ fn valid_shapes() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, Vec<usize>)>
         })
 }
 
+/// A bias shape that broadcasts to `out`: a suffix of `out`'s dims, each kept or set to 1.
+fn bias_for(out: Vec<usize>) -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    let rank = out.len();
+    (0..=rank, prop::collection::vec(any::<bool>(), rank)).prop_map(move |(drop, keep)| {
+        let bias = out[drop..]
+            .iter()
+            .zip(&keep)
+            .map(|(&size, &keep)| if keep { size } else { 1 })
+            .collect();
+        (out.clone(), bias)
+    })
+}
+
 fn shape(dims: &[usize]) -> Shape {
     Shape::from(dims.to_vec())
 }
 
 proptest! {
     #[test]
-    fn valid_operands_give_the_broadcast_output((lhs, rhs, out) in valid_shapes()) {
-        let got = output_shape(&shape(&lhs), &shape(&rhs), &shape(&out));
+    fn every_broadcasting_bias_gives_the_matmul_output(
+        ((lhs, rhs), (out, bias)) in valid_shapes()
+            .prop_flat_map(|(lhs, rhs, out)| (Just((lhs, rhs)), bias_for(out)))
+    ) {
+        let got = output_shape(&shape(&lhs), &shape(&rhs), &shape(&bias));
         prop_assert_eq!(got, shape(&out));
     }
 
@@ -57,7 +74,7 @@ proptest! {
         let rank = rhs.len();
         rhs[rank - 2] += extra;
         let err = try_output_shape(&shape(&lhs), &shape(&rhs), &shape(&out)).unwrap_err();
-        prop_assert!(matches!(err, ShapeError::InnerDim { .. }), "{:?}", err);
+        prop_assert!(matches!(err, Error::InnerDim { .. }), "{:?}", err);
         let message = err.to_string();
         prop_assert!(message.contains(&format!("{:?}", lhs)), "{}", message);
         prop_assert!(message.contains(&format!("{:?}", rhs)), "{}", message);
@@ -73,15 +90,31 @@ proptest! {
         lhs[0] = a;
         rhs[0] = b;
         let err = try_output_shape(&shape(&lhs), &shape(&rhs), &shape(&out)).unwrap_err();
-        prop_assert!(matches!(err, ShapeError::Batch { dim: 0, .. }), "{:?}", err);
+        prop_assert!(matches!(err, Error::BatchNotBroadcastable { dim: 0, .. }), "{:?}", err);
     }
 
     #[test]
-    fn bias_must_be_the_output_shape((lhs, rhs, mut out) in valid_shapes(), dim in 0usize..8) {
-        let dim = dim % out.len();
-        out[dim] += 1;
-        let err = try_output_shape(&shape(&lhs), &shape(&rhs), &shape(&out)).unwrap_err();
-        prop_assert!(matches!(err, ShapeError::Bias { .. }), "{:?}", err);
+    fn bias_that_does_not_broadcast_is_named(
+        (lhs, rhs, out) in valid_shapes(),
+        dim in 0usize..8,
+        extra in 1usize..4,
+    ) {
+        // Make one bias dim differ from the output's and from 1.
+        let mut bias = out.clone();
+        let dim = dim % bias.len();
+        bias[dim] = if out[dim] + extra == 1 { 2 } else { out[dim] + extra };
+        let err = try_output_shape(&shape(&lhs), &shape(&rhs), &shape(&bias)).unwrap_err();
+        prop_assert!(matches!(err, Error::BiasNotBroadcastable { .. }), "{:?}", err);
+        prop_assert!(err.to_string().contains(&format!("{:?}", bias)), "{}", err);
+    }
+
+    #[test]
+    fn bias_with_more_dims_than_the_output_is_rejected((lhs, rhs, out) in valid_shapes()) {
+        let mut bias = out.clone();
+        bias.insert(0, 1);
+        prop_assert!(!broadcasts_to(&shape(&bias), &shape(&out)));
+        let err = try_output_shape(&shape(&lhs), &shape(&rhs), &shape(&bias)).unwrap_err();
+        prop_assert!(matches!(err, Error::BiasNotBroadcastable { .. }), "{:?}", err);
     }
 
     #[test]
@@ -89,6 +122,6 @@ proptest! {
         let mut rhs = rhs;
         rhs.insert(0, 1);
         let err = try_output_shape(&shape(&lhs), &shape(&rhs), &shape(&out)).unwrap_err();
-        prop_assert!(matches!(err, ShapeError::RankMismatch { .. }), "{:?}", err);
+        prop_assert!(matches!(err, Error::Rank { operand: "rhs", .. }), "{:?}", err);
     }
 }
