@@ -218,11 +218,13 @@ fn check_in_bounds(
     binding: &TensorBinding,
     elem_size: usize,
 ) -> Result<(), LaunchError> {
-    let buffer_len = binding.handle.size_in_used() as usize / elem_size;
     let shape = binding.shape.to_vec();
     if shape.contains(&0) {
-        return Ok(());
+        return Ok(()); // Nothing is read. (An empty view's offsets may even pass its end.)
     }
+    let handle = &binding.handle;
+    let offsets = handle.offset_start.unwrap_or(0) + handle.offset_end.unwrap_or(0);
+    let buffer_len = handle.size.saturating_sub(offsets) as usize / elem_size;
     let strides = binding.strides.to_vec();
     let last = shape
         .iter()

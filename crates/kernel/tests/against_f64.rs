@@ -1,14 +1,18 @@
+#![allow(unsafe_code)] // One test launches a mutant kernel directly.
 //! Launches the kernel through cubecl's wgpu runtime, with no Burn in between, and compares it
 //! with the harness's f64 loop on fresh random data.
 
 use cubecl::client::Client;
 use cubecl::ir::{ElemType, FloatKind};
-use cubecl::prelude::TensorBinding;
+use cubecl::prelude::*;
 use cubecl::server::Handle;
 use cubecl::wgpu::WgpuDevice;
 use cubecl::zspace::{Shape, Strides, Tiling};
 use fmar_kernel::{LaunchError, Operands, launch};
-use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerance, assert_close, should_run};
+use fmar_tests::{
+    HostTensor, Layout, Precision, Problem, Rng, Tolerance, assert_close, for_random_cases, layout,
+    should_run,
+};
 
 fn client() -> Client {
     cubecl::Device::Wgpu(WgpuDevice::default()).client()
@@ -59,105 +63,117 @@ fn binding(handle: &Handle, shape: &[usize], strides: &[usize]) -> TensorBinding
     }
 }
 
-fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; shape.len()];
-    for dim in (0..shape.len().saturating_sub(1)).rev() {
-        strides[dim] = strides[dim + 1] * shape[dim + 1];
-    }
-    strides
+/// The view of a tensor that the launch contract wants: the target's dims (matched from the
+/// right), with stride 0 where the tensor broadcasts.
+fn expand(shape: &[usize], strides: &[usize], target: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let skip = target.len() - shape.len();
+    let strides = (0..target.len())
+        .map(|dim| match dim.checked_sub(skip) {
+            Some(own) if shape[own] == target[dim] => strides[own],
+            _ => 0,
+        })
+        .collect();
+    (target.to_vec(), strides)
 }
 
-/// The view of `tensor` that the launch contract wants: the output's batch dims, with stride 0
-/// where `tensor` broadcasts.
-fn expanded_strides(tensor: &[usize], out_batch: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let mut shape = tensor.to_vec();
-    let mut strides = contiguous_strides(tensor);
-    for (dim, &size) in out_batch.iter().enumerate() {
-        if shape[dim] != size {
-            shape[dim] = size;
-            strides[dim] = 0;
+/// `host` stored on the device in `layout`: the buffer and the strides that read it back.
+///
+/// `Sliced` windows start at element 0 here: an element offset would need a storage-buffer
+/// offset aligned to the device's minimum. The Burn-level harness covers offset windows.
+fn store(
+    client: &Client,
+    host: &HostTensor,
+    layout: Layout,
+    precision: Precision,
+) -> (Handle, Vec<usize>) {
+    let rank = host.shape.len();
+    let (stored, strides) = match layout {
+        Layout::Transposed if rank >= 2 => {
+            let stored = layout::transposed(host);
+            let mut strides = layout::contiguous_strides(&stored.shape);
+            strides.swap(rank - 2, rank - 1);
+            (stored, strides)
         }
-    }
-    (shape, strides)
+        Layout::Sliced { pad, .. } => {
+            let mut outer = host.shape.clone();
+            outer[rank - 1] += pad[1];
+            if rank >= 2 {
+                outer[rank - 2] += pad[0];
+            }
+            let stored = layout::scatter(host, &outer, &vec![0; rank], 1);
+            (stored, layout::contiguous_strides(&outer))
+        }
+        Layout::Strided => {
+            let mut outer = host.shape.clone();
+            outer[rank - 1] *= 2;
+            let stored = layout::scatter(host, &outer, &vec![0; rank], 2);
+            let mut strides = layout::contiguous_strides(&outer);
+            strides[rank - 1] = 2;
+            (stored, strides)
+        }
+        _ => (host.clone(), layout::contiguous_strides(&host.shape)),
+    };
+    let bytes = encode(&stored.data, precision);
+    // A buffer holds at least one element, so that an empty operand still binds.
+    let bytes = if bytes.is_empty() {
+        encode(&[0.0], precision)
+    } else {
+        bytes
+    };
+    (client.create_from_slice(&bytes), strides)
 }
 
-/// How `rhs` is stored on the device.
-#[derive(Clone, Copy, Debug)]
-enum RhsLayout {
-    RowMajor,
-    /// Stored as `[B.., n, k]` and read as `[B.., k, n]` through swapped strides.
-    Transposed,
-}
-
-/// Runs the kernel on `problem` and returns the output.
-fn run(problem: &Problem, precision: Precision, rhs_layout: RhsLayout) -> Vec<f64> {
+/// Runs the kernel on `problem`, each operand stored in its layout, and returns the output.
+fn run(problem: &Problem, precision: Precision, layouts: [Layout; 3]) -> Vec<f64> {
     let client = client();
     let out_shape = &problem.output.shape;
     let rank = out_shape.len();
-    let out_batch = &out_shape[..rank - 2];
-
-    let lhs = client.create_from_slice(&encode(&problem.lhs.data, precision));
-    let (lhs_shape, lhs_strides) = expanded_strides(&problem.lhs.shape, out_batch);
-
-    let (rhs, rhs_shape, rhs_strides) = match rhs_layout {
-        RhsLayout::RowMajor => {
-            let (shape, strides) = expanded_strides(&problem.rhs.shape, out_batch);
-            let rhs = client.create_from_slice(&encode(&problem.rhs.data, precision));
-            (rhs, shape, strides)
-        }
-        RhsLayout::Transposed => {
-            let s = &problem.rhs.shape;
-            let (k, n) = (s[rank - 2], s[rank - 1]);
-            let mut stored = vec![0.0; problem.rhs.data.len()];
-            for (index, &value) in problem.rhs.data.iter().enumerate() {
-                let (matrix, within) = (index / (k * n), index % (k * n));
-                let (kk, j) = (within / n, within % n);
-                stored[matrix * k * n + j * k + kk] = value;
-            }
-            let (shape, mut strides) = expanded_strides(s, out_batch);
-            strides[rank - 2] = 1;
-            strides[rank - 1] = k;
-            let rhs = client.create_from_slice(&encode(&stored, precision));
-            (rhs, shape, strides)
-        }
+    let (m, k, n) = (out_shape[rank - 2], problem.k(), out_shape[rank - 1]);
+    let batch = &out_shape[..rank - 2];
+    let target = |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
+    let view = |host: &HostTensor, layout: Layout, target: &[usize]| {
+        let (handle, strides) = store(&client, host, layout, precision);
+        let (shape, strides) = expand(&host.shape, &strides, target);
+        binding(&handle, &shape, &strides)
     };
-
-    let bias = client.create_from_slice(&encode(&problem.bias.data, precision));
-    let (bias_shape, bias_strides) = expanded_strides(&problem.bias.shape, out_batch);
-
     let out_len: usize = out_shape.iter().product();
-    let out = client.create_from_slice(&encode(&vec![f64::NAN; out_len], precision));
-
-    launch(
-        &client,
-        Operands {
-            lhs: binding(&lhs, &lhs_shape, &lhs_strides),
-            rhs: binding(&rhs, &rhs_shape, &rhs_strides),
-            bias: binding(&bias, &bias_shape, &bias_strides),
-            out: binding(&out, out_shape, &contiguous_strides(out_shape)),
-        },
-        elem_type(precision),
-    )
-    .expect("valid operands launch");
-    decode(&client.read_one(out).expect("readback"), precision)
+    let out = client.create_from_slice(&encode(&vec![f64::NAN; out_len.max(1)], precision));
+    let operands = Operands {
+        lhs: view(&problem.lhs, layouts[0], &target([m, k])),
+        rhs: view(&problem.rhs, layouts[1], &target([k, n])),
+        bias: view(&problem.bias, layouts[2], out_shape),
+        out: binding(&out, out_shape, &layout::contiguous_strides(out_shape)),
+    };
+    launch(&client, operands, elem_type(precision)).expect("valid operands launch");
+    let values = decode(&client.read_one(out).expect("readback"), precision);
+    values[..out_len].to_vec()
 }
 
-fn check(lhs: &[usize], rhs: &[usize], precision: Precision, rhs_layout: RhsLayout) {
+fn check(lhs: &[usize], rhs: &[usize], precision: Precision, layouts: [Layout; 3]) {
     let mut rng = Rng::fresh();
-    let rank = lhs.len();
     let bias_shape = fmar_tests::reference::output_shape(lhs, rhs);
     let problem = Problem::random(lhs, rhs, &bias_shape, &mut rng, precision);
-    let actual = run(&problem, precision, rhs_layout);
-    let scale = Tolerance::matmul_scale(problem.k(), 1.0, 1.0) + 1.0;
+    check_problem(&problem, precision, layouts, rng.seed());
+}
+
+fn check_problem(problem: &Problem, precision: Precision, layouts: [Layout; 3], seed: u64) {
+    let actual = run(problem, precision, layouts);
+    let scale = Tolerance::matmul_scale(problem.k(), problem.lhs.max_abs(), problem.rhs.max_abs())
+        + problem.bias.max_abs();
     assert_close(
-        &format!("kernel {precision:?} lhs {lhs:?} rhs {rhs:?} ({rhs_layout:?}), rank {rank}"),
+        &format!(
+            "kernel {precision:?} lhs {:?} rhs {:?} bias {:?} {layouts:?}",
+            problem.lhs.shape, problem.rhs.shape, problem.bias.shape
+        ),
         &actual,
         &problem.output.data,
         Tolerance::for_precision(precision),
         scale,
-        rng.seed(),
+        seed,
     );
 }
+
+const ROW_MAJOR: [Layout; 3] = [Layout::Contiguous; 3];
 
 /// The shapes the foundation issue names (b x m x k x n) and a few more, ragged on purpose.
 const SHAPES: &[(usize, usize, usize, usize)] = &[
@@ -178,41 +194,21 @@ fn supports(precision: Precision) -> bool {
 #[test]
 fn f32_matches_f64_loop_on_ragged_shapes() {
     for &(b, m, k, n) in SHAPES {
-        check(&[b, m, k], &[b, k, n], Precision::F32, RhsLayout::RowMajor);
+        check(&[b, m, k], &[b, k, n], Precision::F32, ROW_MAJOR);
     }
 }
 
 #[test]
 fn broadcast_batch_on_either_side() {
-    check(
-        &[1, 19, 23],
-        &[5, 23, 9],
-        Precision::F32,
-        RhsLayout::RowMajor,
-    );
-    check(
-        &[5, 19, 23],
-        &[1, 23, 9],
-        Precision::F32,
-        RhsLayout::RowMajor,
-    );
-    check(
-        &[2, 1, 7, 5],
-        &[1, 3, 5, 3],
-        Precision::F32,
-        RhsLayout::RowMajor,
-    );
+    check(&[1, 19, 23], &[5, 23, 9], Precision::F32, ROW_MAJOR);
+    check(&[5, 19, 23], &[1, 23, 9], Precision::F32, ROW_MAJOR);
+    check(&[2, 1, 7, 5], &[1, 3, 5, 3], Precision::F32, ROW_MAJOR);
 }
 
 #[test]
 fn rank_two_and_rank_four() {
-    check(&[33, 17], &[17, 65], Precision::F32, RhsLayout::RowMajor);
-    check(
-        &[2, 3, 9, 11],
-        &[2, 3, 11, 4],
-        Precision::F32,
-        RhsLayout::RowMajor,
-    );
+    check(&[33, 17], &[17, 65], Precision::F32, ROW_MAJOR);
+    check(&[2, 3, 9, 11], &[2, 3, 11, 4], Precision::F32, ROW_MAJOR);
 }
 
 #[test]
@@ -221,25 +217,20 @@ fn transposed_rhs_is_read_through_its_strides() {
         &[3, 21, 37],
         &[3, 37, 13],
         Precision::F32,
-        RhsLayout::Transposed,
+        [Layout::Contiguous, Layout::Transposed, Layout::Contiguous],
     );
 }
 
 /// More tiles than one grid axis holds (65,535 on CUDA and wgpu): the seed's launch broke here.
 #[test]
 fn batch_beyond_one_grid_axis() {
-    check(
-        &[70_000, 1, 3],
-        &[70_000, 3, 1],
-        Precision::F32,
-        RhsLayout::RowMajor,
-    );
+    check(&[70_000, 1, 3], &[70_000, 3, 1], Precision::F32, ROW_MAJOR);
 }
 
 #[test]
 fn output_wider_than_one_grid_axis_of_tiles() {
     let n = 16 * 65_536 + 3;
-    check(&[1, 1, 2], &[1, 2, n], Precision::F32, RhsLayout::RowMajor);
+    check(&[1, 1, 2], &[1, 2, n], Precision::F32, ROW_MAJOR);
 }
 
 #[test]
@@ -249,7 +240,7 @@ fn half_precisions_where_the_device_supports_them() {
             continue;
         }
         for &(b, m, k, n) in &SHAPES[..3] {
-            check(&[b, m, k], &[b, k, n], precision, RhsLayout::RowMajor);
+            check(&[b, m, k], &[b, k, n], precision, ROW_MAJOR);
         }
     }
 }
@@ -258,7 +249,7 @@ fn half_precisions_where_the_device_supports_them() {
 fn contract_violations_are_errors_not_launches() {
     let client = client();
     let handle = client.create_from_slice(&encode(&[0.0; 64], Precision::F32));
-    let ok = |shape: &[usize]| binding(&handle, shape, &contiguous_strides(shape));
+    let ok = |shape: &[usize]| binding(&handle, shape, &layout::contiguous_strides(shape));
     let result = launch(
         &client,
         Operands {
@@ -312,7 +303,7 @@ fn empty_output_launches_nothing_and_succeeds() {
         HostTensor::new(vec![2, 3, 4], vec![0.5; 24]),
         HostTensor::new(vec![2, 0, 4], vec![]),
     );
-    assert!(run(&problem, Precision::F32, RhsLayout::RowMajor).is_empty());
+    assert!(run(&problem, Precision::F32, ROW_MAJOR).is_empty());
 }
 
 #[test]
@@ -325,7 +316,7 @@ fn zero_inner_dim_gives_relu_of_bias() {
         bias.clone(),
     );
     let expected: Vec<f64> = bias.data.iter().map(|&x| x.max(0.0)).collect();
-    let actual = run(&problem, Precision::F32, RhsLayout::RowMajor);
+    let actual = run(&problem, Precision::F32, ROW_MAJOR);
     assert_close(
         "k = 0",
         &actual,
@@ -333,5 +324,146 @@ fn zero_inner_dim_gives_relu_of_bias() {
         Tolerance::for_precision(Precision::F32),
         0.0,
         rng.seed(),
+    );
+}
+
+#[test]
+fn every_operand_may_be_transposed_sliced_or_strided() {
+    for layouts in [
+        [Layout::Transposed, Layout::Contiguous, Layout::Contiguous],
+        [Layout::Transposed, Layout::Transposed, Layout::Transposed],
+        [
+            Layout::Strided,
+            Layout::Sliced {
+                pad: [2, 1],
+                offset: [0, 0],
+            },
+            Layout::Strided,
+        ],
+    ] {
+        check(&[2, 19, 21], &[1, 21, 11], Precision::F32, layouts);
+    }
+}
+
+#[test]
+fn bias_broadcasts_from_any_lower_rank() {
+    let mut rng = Rng::fresh();
+    for bias in [
+        &[7][..],
+        &[1, 7],
+        &[1, 1, 7],
+        &[3, 1, 7],
+        &[1, 5, 7],
+        &[5, 1],
+        &[1],
+    ] {
+        let problem = Problem::random(&[3, 5, 9], &[3, 9, 7], bias, &mut rng, Precision::F32);
+        check_problem(&problem, Precision::F32, ROW_MAJOR, rng.seed());
+    }
+}
+
+/// The same random cases as the Burn-level harness (ranks, zero and ragged sizes, batch and
+/// bias broadcasts, layouts, dtypes), straight through the kernel's launch.
+#[test]
+fn random_cases_through_the_launch() {
+    let precisions: Vec<Precision> = Precision::ALL
+        .into_iter()
+        .filter(|&p| supports(p))
+        .collect();
+    for_random_cases(64, precisions, |case| {
+        let mut rng = Rng::fresh();
+        let problem = Problem::random(&case.lhs, &case.rhs, &case.bias, &mut rng, case.precision);
+        check_problem(&problem, case.precision, case.layouts, rng.seed());
+    });
+}
+
+/// The seed's kernel, verbatim in what matters here: it accumulates in its storage type.
+#[cube(launch_unchecked)]
+fn seed_kernel_accumulating_in_storage_type<F: Float>(
+    lhs: &Tensor<F>,
+    rhs: &Tensor<F>,
+    bias: &Tensor<F>,
+    output: &mut Tensor<F>,
+    #[define(F)] _dtype: ElemType,
+) {
+    let row = ABSOLUTE_POS_X as usize;
+    let col = ABSOLUTE_POS_Y as usize;
+    let n_rows = output.shape(output.rank() - 2);
+    let n_cols = output.shape(output.rank() - 1);
+    let dim_k = rhs.shape(rhs.rank() - 2);
+    if row >= n_rows || col >= n_cols {
+        terminate!();
+    }
+    let mut sum = F::new(0.0);
+    for k in 0..dim_k {
+        sum += lhs[row * dim_k + k] * rhs[k * n_cols + col];
+    }
+    let index = row * n_cols + col;
+    output[index] = F::max(sum + bias[index], F::new(0.0));
+}
+
+/// With k = 4096 and positive inputs, an f16 running sum falls about 9% short of the true sum
+/// (about 1024): the f16 tolerance catches it. fmar's kernel, which accumulates in f32, passes
+/// the very same check on the very same data.
+#[test]
+fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
+    if !should_run(Precision::F16, supports(Precision::F16)) {
+        return;
+    }
+    let (m, k, n) = (16, 4096, 16);
+    let mut rng = Rng::fresh();
+    let problem = Problem::new(
+        HostTensor::new(vec![m, k], rng.values(m * k, 0.0, 1.0, Precision::F16)),
+        HostTensor::new(vec![k, n], rng.values(k * n, 0.0, 1.0, Precision::F16)),
+        HostTensor::new(vec![m, n], rng.values(m * n, -1.0, 1.0, Precision::F16)),
+    );
+    check_problem(&problem, Precision::F16, ROW_MAJOR, rng.seed());
+
+    let client = client();
+    let upload = |host: &HostTensor| {
+        let handle = client.create_from_slice(&encode(&host.data, Precision::F16));
+        let strides = layout::contiguous_strides(&host.shape);
+        (handle, strides)
+    };
+    let (lhs, lhs_strides) = upload(&problem.lhs);
+    let (rhs, rhs_strides) = upload(&problem.rhs);
+    let (bias, bias_strides) = upload(&problem.bias);
+    let out = client.create_from_slice(&encode(&vec![0.0; m * n], Precision::F16));
+    // SAFETY: contiguous tensors of the shapes given; one unit per output element.
+    unsafe {
+        seed_kernel_accumulating_in_storage_type::launch_unchecked(
+            &client,
+            cubecl::CubeCount::Static(1, 1, 1),
+            cubecl::CubeDim::new_2d(m as u32, n as u32),
+            binding(&lhs, &[m, k], &lhs_strides).into_tensor_arg(),
+            binding(&rhs, &[k, n], &rhs_strides).into_tensor_arg(),
+            binding(&bias, &[m, n], &bias_strides).into_tensor_arg(),
+            binding(&out, &[m, n], &[n, 1]).into_tensor_arg(),
+            elem_type(Precision::F16),
+        );
+    }
+    let mutant = decode(&client.read_one(out).expect("readback"), Precision::F16);
+    let caught = std::panic::catch_unwind(|| {
+        assert_close(
+            "f16 accumulator",
+            &mutant,
+            &problem.output.data,
+            Tolerance::for_precision(Precision::F16),
+            Tolerance::matmul_scale(k, 1.0, 1.0) + 1.0,
+            rng.seed(),
+        )
+    });
+    assert!(
+        caught.is_err(),
+        "the f16 tolerance must reject an f16 accumulator at k = 4096"
+    );
+    let worst = mutant
+        .iter()
+        .zip(&problem.output.data)
+        .map(|(a, e)| (a - e).abs() / e.abs())
+        .fold(0.0, f64::max);
+    assert!(
+        worst > 0.03,
+        "an f16 accumulator is visibly wrong, relative error {worst}"
     );
 }
