@@ -1,23 +1,27 @@
 //! fmar's forward pass on Burn's `CubeBackend`, the one backend type behind every CubeCL runtime
-//! (CUDA, wgpu, ...): it checks the operands' device, dtype and shapes, lays them out for the
-//! kernel, allocates the output and launches [`fmar_kernel::launch`].
+//! (CUDA, wgpu, ...): it checks the operands' device, dtype and shapes, presents them to the
+//! kernel as views (broadcast dims as stride 0, transposed or sliced inputs through their own
+//! strides, no copies), allocates the output and launches [`fmar_kernel::launch`].
 //!
-//! Layer 1 of fmar: it depends on `fmar-kernel` (the launch) and `fmar-fusion-meta` (the shape
-//! rule). It exposes a plain function rather than an `impl Trait for CubeBackend`: the extension
-//! trait lives in the `fmar` crate, and Rust's orphan rule puts every impl of it there too.
+//! Layer 1 of fmar: it depends on `fmar-kernel` (the launch) and `fmar-fusion-meta` (the rules
+//! and the error type). It exposes plain functions rather than an `impl Trait for CubeBackend`:
+//! the extension trait lives in the `fmar` crate, and Rust's orphan rule puts its impls there.
 
+use burn::backend::Backend;
 use burn::backend::cubecl::dtype_to_storage_type;
-use burn::tensor::{DType, Shape};
+use burn::tensor::Shape;
+use burn_cubecl::CubeBackend;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::TensorBinding;
-use fmar_fusion_meta::{OP_NAME, output_shape};
+use fmar_fusion_meta::{Error, OP_NAME, try_output_dtype, try_output_shape};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static INPUT_COPIES: AtomicU64 = AtomicU64::new(0);
 
-/// How many times this process has handed a fused forward to the kernel crate.
+/// How many fused forwards this process has handed to the kernel crate.
 ///
 /// Tests read it to tell fmar's kernel from the composed reference, whose result may be equal:
 /// an equal result proves nothing about which path produced it.
@@ -25,40 +29,39 @@ pub fn kernel_launches() -> u64 {
     KERNEL_LAUNCHES.load(Ordering::SeqCst)
 }
 
-/// The dtypes the kernel computes in; every one accumulates in f32.
-pub const SUPPORTED_DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+/// How many input tensors this process has copied before a launch. The kernel reads any
+/// strided view in place, so the only copies are of storage-tiled tensors (a layout some of
+/// Burn's matmuls write), which have no row-major strides to read through.
+pub fn input_copies() -> u64 {
+    INPUT_COPIES.load(Ordering::SeqCst)
+}
 
-/// `relu(lhs @ rhs + bias)` on a CubeCL device, in one kernel.
+/// `relu(lhs @ rhs + bias)` on a CubeCL device, in one kernel, or the reason it cannot run.
 ///
-/// # Panics
-///
-/// With a message naming the argument and its shape, dtype or device when the operands are on
-/// different devices, have different or unsupported dtypes, or have shapes that
-/// [`fmar_fusion_meta::try_output_shape`] rejects.
-pub fn fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor) -> CubeTensor {
-    for (name, other) in [("rhs", &rhs), ("bias", &bias)] {
+/// The checks are [`fmar_fusion_meta`]'s rules plus the device's own answer to whether it runs
+/// the dtype, so an unsupported dtype never reaches the compiler. Nothing is launched on error.
+pub fn try_fused_matmul_add_relu(
+    lhs: CubeTensor,
+    rhs: CubeTensor,
+    bias: CubeTensor,
+) -> Result<CubeTensor, Error> {
+    for (operand, other) in [("rhs", &rhs), ("bias", &bias)] {
         if other.device != lhs.device {
-            panic!(
-                "{OP_NAME}: `{name}` is on device {:?} but `lhs` is on device {:?}",
-                other.device, lhs.device
-            );
-        }
-        if other.dtype != lhs.dtype {
-            panic!(
-                "{OP_NAME}: `{name}` has dtype {:?} but `lhs` has dtype {:?}",
-                other.dtype, lhs.dtype
-            );
+            return Err(Error::DeviceMismatch {
+                operand,
+                device: format!("{:?}", other.device),
+                lhs: format!("{:?}", lhs.device),
+            });
         }
     }
-    let dtype = lhs.dtype;
-    if !SUPPORTED_DTYPES.contains(&dtype) {
-        panic!("{OP_NAME}: dtype {dtype:?} is not supported (expected F32, F16 or BF16)");
+    let dtype = try_output_dtype(lhs.dtype, rhs.dtype, bias.dtype)?;
+    if !CubeBackend::supports_dtype(&lhs.device, dtype) {
+        return Err(Error::UnsupportedDtype {
+            dtype,
+            reason: format!("on device {:?}", lhs.device),
+        });
     }
-    let out_shape = output_shape(lhs.meta.shape(), rhs.meta.shape(), bias.meta.shape());
-
-    let lhs = into_contiguous(lhs);
-    let rhs = into_contiguous(rhs);
-    let bias = into_contiguous(bias);
+    let out_shape = try_output_shape(lhs.meta.shape(), rhs.meta.shape(), bias.meta.shape())?;
 
     let output = empty_device_contiguous_dtype(
         lhs.client.clone(),
@@ -66,37 +69,59 @@ pub fn fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor)
         out_shape.clone(),
         dtype,
     );
+    if out_shape.num_elements() == 0 {
+        return Ok(output);
+    }
+
+    let rank = out_shape.num_dims();
+    let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
+    let k = lhs.meta.shape()[rank - 1];
+    let batch = &out_shape[..rank - 2];
+    let with_batch =
+        |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
     let client = output.client.clone();
     let operands = fmar_kernel::Operands {
-        lhs: expand_batch(lhs.binding(), &out_shape),
-        rhs: expand_batch(rhs.binding(), &out_shape),
-        bias: expand_batch(bias.binding(), &out_shape),
+        lhs: broadcast_view(readable(lhs), &with_batch([m, k])),
+        rhs: broadcast_view(readable(rhs), &with_batch([k, n])),
+        bias: broadcast_view(readable(bias), &out_shape),
         out: output.clone().binding(),
     };
     KERNEL_LAUNCHES.fetch_add(1, Ordering::SeqCst);
     if let Err(error) = fmar_kernel::launch(&client, operands, dtype_to_storage_type(dtype)) {
-        // The shape rule above admits only operands the kernel contract accepts, so this is a
+        // The rules above admit only operands the kernel contract accepts: reaching this is a
         // bug in fmar, never in the caller's input.
         panic!("{OP_NAME}: internal error, the kernel refused its operands: {error}");
     }
-    output
+    Ok(output)
 }
 
-/// Gives `binding` the output's batch dims: a batch dim of size 1 that the output broadcasts to
-/// a larger size gets that size and a stride of 0, which reads the one slice for every batch
-/// without copying it. The last two dims are left alone.
-fn expand_batch(mut binding: TensorBinding, out_shape: &Shape) -> TensorBinding {
-    let rank = out_shape.num_dims();
-    let mut shape = binding.shape.to_vec();
-    let mut strides = binding.strides.to_vec();
-    for dim in 0..rank - 2 {
-        if shape[dim] != out_shape[dim] {
-            debug_assert_eq!(shape[dim], 1, "only size-1 dims broadcast");
-            shape[dim] = out_shape[dim];
-            strides[dim] = 0;
-        }
+/// [`try_fused_matmul_add_relu`], panicking with the error's message.
+pub fn fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor) -> CubeTensor {
+    try_fused_matmul_add_relu(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The tensor's binding, copying only a storage-tiled tensor (see [`input_copies`]).
+fn readable(tensor: CubeTensor) -> TensorBinding {
+    if tensor.meta.is_tiled() {
+        INPUT_COPIES.fetch_add(1, Ordering::SeqCst);
+        return into_contiguous(tensor).binding();
     }
-    binding.shape = shape.into();
-    binding.strides = strides.into();
+    tensor.binding()
+}
+
+/// Presents `binding` with shape `target`, which it broadcasts to (matched from the right): the
+/// dims it lacks, and its size-1 dims that `target` stretches, read with stride 0. No data moves.
+fn broadcast_view(mut binding: TensorBinding, target: &[usize]) -> TensorBinding {
+    let shape = binding.shape.to_vec();
+    let strides = binding.strides.to_vec();
+    let skip = target.len() - shape.len();
+    let new_strides: Vec<usize> = (0..target.len())
+        .map(|dim| match dim.checked_sub(skip) {
+            Some(own) if shape[own] == target[dim] => strides[own],
+            _ => 0,
+        })
+        .collect();
+    binding.shape = Shape::from(target.to_vec());
+    binding.strides = new_strides.into();
     binding
 }
