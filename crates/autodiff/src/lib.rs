@@ -7,7 +7,7 @@
 //! own forward in.
 
 use burn::backend::{Backend, TensorMetadata};
-use burn::tensor::Shape;
+use burn::tensor::{Shape, TensorData};
 use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn_autodiff::grads::Gradients;
@@ -105,6 +105,22 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
         let [node_lhs, node_rhs, node_bias] = ops.parents;
         let grad = grads.consume::<B>(&ops.node);
         let state = ops.state;
+        let shapes = &state.shapes;
+
+        if state.output.shape().num_elements() == 0 {
+            // Every gradient sums over an empty set of outputs. (Burn's own kernels are not all
+            // safe on empty tensors, so none is launched.)
+            for (node, shape) in [
+                (node_lhs, &shapes.lhs),
+                (node_rhs, &shapes.rhs),
+                (node_bias, &shapes.bias),
+            ] {
+                if let Some(node) = node {
+                    grads.register::<B>(node.id, zeros_like::<B>(&grad, shape.clone()));
+                }
+            }
+            return;
+        }
 
         // d relu(x) / dx is 1 where the output is positive, 0 elsewhere (x = 0 included).
         let grad_pre_relu = B::relu_backward(state.output, grad);
@@ -115,8 +131,8 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                     .rhs
                     .expect("rhs is checkpointed whenever lhs is tracked"),
             );
-            let grad_lhs = B::float_matmul(grad_pre_relu.clone(), B::float_transpose(rhs));
-            grads.register::<B>(node.id, broadcast_shape::<B>(grad_lhs, &state.shapes.lhs));
+            let grad_lhs = matmul_or_zeros::<B>(grad_pre_relu.clone(), B::float_transpose(rhs));
+            grads.register::<B>(node.id, broadcast_shape::<B>(grad_lhs, &shapes.lhs));
         }
         if let Some(node) = node_rhs {
             let lhs: FloatTensor<B> = checkpointer.retrieve_node_output(
@@ -124,14 +140,51 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                     .lhs
                     .expect("lhs is checkpointed whenever rhs is tracked"),
             );
-            let grad_rhs = B::float_matmul(B::float_transpose(lhs), grad_pre_relu.clone());
-            grads.register::<B>(node.id, broadcast_shape::<B>(grad_rhs, &state.shapes.rhs));
+            let grad_rhs = matmul_or_zeros::<B>(B::float_transpose(lhs), grad_pre_relu.clone());
+            grads.register::<B>(node.id, broadcast_shape::<B>(grad_rhs, &shapes.rhs));
         }
         if let Some(node) = node_bias {
-            grads.register::<B>(
-                node.id,
-                broadcast_shape::<B>(grad_pre_relu, &state.shapes.bias),
-            );
+            grads.register::<B>(node.id, sum_to_shape::<B>(grad_pre_relu, &shapes.bias));
         }
     }
+}
+
+/// Zeros of `shape` on `like`'s device, in its dtype.
+///
+/// Uploaded rather than made with `float_zeros`: under Fusion, a fill that lands in the same
+/// fused block as an operation on an empty tensor was seen to be skipped, leaving stale memory.
+fn zeros_like<B: Backend>(like: &FloatTensor<B>, shape: Shape) -> FloatTensor<B> {
+    let data = TensorData::full_dtype(shape, 0.0, like.dtype());
+    B::float_from_data(data, &like.device())
+}
+
+/// `lhs @ rhs` with batch broadcasting; zeros when the inner dim is 0, without a launch.
+fn matmul_or_zeros<B: Backend>(lhs: FloatTensor<B>, rhs: FloatTensor<B>) -> FloatTensor<B> {
+    let (lhs_shape, rhs_shape) = (lhs.shape(), rhs.shape());
+    let rank = lhs_shape.num_dims();
+    if lhs_shape[rank - 1] == 0 {
+        let mut shape: Vec<usize> = (0..rank - 2)
+            .map(|dim| lhs_shape[dim].max(rhs_shape[dim]))
+            .collect();
+        shape.extend([lhs_shape[rank - 2], rhs_shape[rank - 1]]);
+        return zeros_like::<B>(&lhs, Shape::from(shape));
+    }
+    B::float_matmul(lhs, rhs)
+}
+
+/// Sums `grad` (in the output's shape) down to `shape`, which broadcast to it from the right:
+/// over the leading dims `shape` lacks and over its size-1 dims, in one reduction, then reshapes
+/// to `shape` itself (so a `[n]` bias gets an `[n]` gradient).
+fn sum_to_shape<B: Backend>(grad: FloatTensor<B>, shape: &Shape) -> FloatTensor<B> {
+    let grad_shape = grad.shape();
+    let skip = grad_shape.num_dims() - shape.num_dims();
+    let dims: Vec<usize> = (0..grad_shape.num_dims())
+        .filter(|&dim| dim < skip || (shape[dim - skip] == 1 && grad_shape[dim] != 1))
+        .collect();
+    let summed = match dims.as_slice() {
+        [] => grad,
+        [dim] => B::float_sum_dim(grad, *dim),
+        dims => B::float_sum_dims(grad, dims),
+    };
+    B::float_reshape(summed, shape.clone())
 }
