@@ -7,14 +7,21 @@
 //! impls for Burn's `CubeBackend` and `Autodiff<B, C>` here as well. Each impl is one call into
 //! the layer that does the work (`fmar-backend-ext`, `fmar-autodiff`).
 //!
+//! | call | ranks | on bad input |
+//! |---|---|---|
+//! | [`matmul_add_relu`] | `Tensor<3>` operands and bias (the seed's signature) | panics |
+//! | [`try_matmul_add_relu`] | same | returns [`Error`] |
+//! | [`matmul_add_relu_nd`] | any rank `D >= 2`, bias of any rank `<= D` (a `Linear` bias is `[n]`) | panics |
+//! | [`try_matmul_add_relu_nd`] | same | returns [`Error`] |
+//!
 //! ```no_run
 //! use burn::tensor::{Device, Distribution, Tensor};
 //!
 //! let device = Device::default();
-//! let lhs = Tensor::<3>::random([2, 64, 32], Distribution::Default, &device);
-//! let rhs = Tensor::<3>::random([2, 32, 16], Distribution::Default, &device);
-//! let bias = Tensor::<3>::random([2, 64, 16], Distribution::Default, &device);
-//! let out = fmar::matmul_add_relu(lhs, rhs, bias);
+//! let x = Tensor::<3>::random([2, 64, 32], Distribution::Default, &device);
+//! let w = Tensor::<3>::random([1, 32, 16], Distribution::Default, &device);
+//! let b = Tensor::<1>::random([16], Distribution::Default, &device);
+//! let out = fmar::matmul_add_relu_nd(x, w, b);
 //! assert_eq!(out.dims(), [2, 64, 16]);
 //! ```
 
@@ -22,18 +29,28 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::{Autodiff, Dispatch, backend_extension, tensor::FloatTensor};
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
-use fmar_fusion_meta::{OP_NAME, output_shape, try_output_shape};
+use fmar_fusion_meta::{output_dtype, output_shape, try_output_dtype, try_output_shape};
+
+pub use fmar_fusion_meta::{Error, SUPPORTED_DTYPES};
+
+/// `Result` with fmar's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
 
 /// The extension trait that adds the fused operation to Burn's backends.
 ///
 /// `#[backend_extension(Autodiff, Cube, Fusion)]` implements it for `Dispatch` (runtime
 /// selection by the tensors' device) and, lazily, for `Fusion<B>`: Fusion records the operation
-/// with the shape from [`fmar_fusion_meta::output_shape`] and runs the backend's forward when
-/// its queue executes.
+/// with the shape and dtype from [`fmar_fusion_meta`] and runs the backend's forward when its
+/// queue executes.
 #[backend_extension(Autodiff, Cube, Fusion)]
 pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
-    /// `relu(lhs @ rhs + bias)` on backend primitives.
-    #[fusion(dtype = lhs, shape = output_shape(lhs, rhs, bias))]
+    /// `relu(lhs @ rhs + bias)` on backend primitives. `bias` broadcasts to the output.
+    ///
+    /// Panics on invalid inputs; the `Tensor` functions of this crate validate first.
+    #[fusion(
+        dtype = output_dtype(lhs, rhs, bias),
+        shape = output_shape(lhs, rhs, bias)
+    )]
     fn fused_matmul_add_relu(
         lhs: FloatTensor<Self>,
         rhs: FloatTensor<Self>,
@@ -65,63 +82,104 @@ impl<B: FusedMatmulAddReluBackend, C: CheckpointStrategy> FusedMatmulAddReluBack
     }
 }
 
-/// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable.
-///
-/// `lhs` is `[b, m, k]` and `rhs` is `[b, k, n]`, where either batch size may be 1 to broadcast;
-/// `bias` has the output's shape `[b, m, n]`. All three share one device and one dtype (`F32`,
-/// `F16` or `BF16`).
+/// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable, on `Tensor<3>`s: the seed's
+/// signature. See [`try_matmul_add_relu_nd`] for the rules.
 ///
 /// # Panics
 ///
-/// With a message naming the argument and the shapes, dtypes or devices involved, when the
-/// inputs break the rules above. The check runs here, before the operation is dispatched or
-/// registered with Fusion.
+/// With [`Error`]'s message when [`try_matmul_add_relu`] would return it.
 pub fn matmul_add_relu(lhs: Tensor<3>, rhs: Tensor<3>, bias: Tensor<3>) -> Tensor<3> {
-    check_inputs(&lhs, &rhs, &bias);
+    matmul_add_relu_nd(lhs, rhs, bias)
+}
+
+/// [`matmul_add_relu`], returning an [`Error`] instead of panicking.
+pub fn try_matmul_add_relu(lhs: Tensor<3>, rhs: Tensor<3>, bias: Tensor<3>) -> Result<Tensor<3>> {
+    try_matmul_add_relu_nd(lhs, rhs, bias)
+}
+
+/// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable, at any rank.
+///
+/// # Panics
+///
+/// With [`Error`]'s message when [`try_matmul_add_relu_nd`] would return it.
+pub fn matmul_add_relu_nd<const D: usize, const B: usize>(
+    lhs: Tensor<D>,
+    rhs: Tensor<D>,
+    bias: Tensor<B>,
+) -> Tensor<D> {
+    try_matmul_add_relu_nd(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable, at any rank, or why not.
+///
+/// - `lhs` is `[B.., m, k]` and `rhs` is `[B.., k, n]`, `D >= 2`. Batch dims broadcast as in
+///   `Tensor::matmul` (each pair equal, or one of them 1).
+/// - `bias` broadcasts to the output `[B.., m, n]` from the right: `[n]` (a `Linear` bias),
+///   `[1, n]`, `[m, 1]`, `[b, 1, n]`, the full shape, ... It is never expanded in memory, and
+///   its gradient comes back in its own shape.
+/// - All three share one device and one dtype, `F32`, `F16` or `BF16`, which the device must
+///   support ([`Device::supports_dtype`](burn::tensor::Device::supports_dtype)). Half precisions
+///   accumulate in f32.
+/// - Any strides: transposed and sliced views are read in place, without a copy.
+/// - Zero sizes are legal: `k = 0` gives `relu(bias)`; `m = 0` or `n = 0` an empty output.
+///
+/// Every check runs here, before the operation is dispatched or registered with Fusion, so no
+/// error first appears when the result is read. NaN and infinities follow IEEE arithmetic as in
+/// the reference (see the README).
+pub fn try_matmul_add_relu_nd<const D: usize, const B: usize>(
+    lhs: Tensor<D>,
+    rhs: Tensor<D>,
+    bias: Tensor<B>,
+) -> Result<Tensor<D>> {
+    check_inputs(&lhs, &rhs, &bias)?;
     let output = Dispatch::fused_matmul_add_relu(
         lhs.into_dispatch(),
         rhs.into_dispatch(),
         bias.into_dispatch(),
     );
-    Tensor::from_dispatch(output)
+    Ok(Tensor::from_dispatch(output))
 }
 
 /// The reference: the same function composed from Burn's own operations,
 /// `relu(lhs.matmul(rhs) + bias)`. Under Fusion, Burn folds the add and the ReLU into its matmul.
 pub fn matmul_add_relu_reference(lhs: Tensor<3>, rhs: Tensor<3>, bias: Tensor<3>) -> Tensor<3> {
-    activation::relu(lhs.matmul(rhs) + bias)
+    matmul_add_relu_reference_nd(lhs, rhs, bias)
 }
 
-/// The dtypes fmar computes in. Each accumulates in f32.
-pub const SUPPORTED_DTYPES: [DType; 3] = fmar_backend_ext::SUPPORTED_DTYPES;
+/// [`matmul_add_relu_reference`] at any rank; `bias` broadcasts from the right.
+pub fn matmul_add_relu_reference_nd<const D: usize, const B: usize>(
+    lhs: Tensor<D>,
+    rhs: Tensor<D>,
+    bias: Tensor<B>,
+) -> Tensor<D> {
+    activation::relu(lhs.matmul(rhs) + bias.unsqueeze::<D>())
+}
 
-/// Checks device, dtype and shapes, panicking with a message that names the argument.
-fn check_inputs<const D: usize>(lhs: &Tensor<D>, rhs: &Tensor<D>, bias: &Tensor<D>) {
+/// Every rule of [`try_matmul_add_relu_nd`], checked on metadata only (nothing is read back).
+fn check_inputs<const D: usize, const B: usize>(
+    lhs: &Tensor<D>,
+    rhs: &Tensor<D>,
+    bias: &Tensor<B>,
+) -> Result<()> {
     let device = lhs.device();
-    for (name, other) in [("rhs", rhs), ("bias", bias)] {
-        if other.device() != device {
-            panic!(
-                "{OP_NAME}: `{name}` is on device {:?} but `lhs` is on device {device:?}",
-                other.device()
-            );
-        }
-        if other.dtype() != lhs.dtype() {
-            panic!(
-                "{OP_NAME}: `{name}` has dtype {:?} but `lhs` has dtype {:?}",
-                other.dtype(),
-                lhs.dtype()
-            );
+    for (operand, other) in [("rhs", rhs.device()), ("bias", bias.device())] {
+        if other != device {
+            return Err(Error::DeviceMismatch {
+                operand,
+                device: format!("{other:?}"),
+                lhs: format!("{device:?}"),
+            });
         }
     }
-    if !SUPPORTED_DTYPES.contains(&lhs.dtype()) {
-        panic!(
-            "{OP_NAME}: dtype {:?} is not supported (expected F32, F16 or BF16)",
-            lhs.dtype()
-        );
+    let dtype: DType = try_output_dtype(lhs.dtype(), rhs.dtype(), bias.dtype())?;
+    if !device.supports_dtype(dtype) {
+        return Err(Error::UnsupportedDtype {
+            dtype,
+            reason: format!("on device {device:?}"),
+        });
     }
-    if let Err(error) = try_output_shape(&lhs.shape(), &rhs.shape(), &bias.shape()) {
-        panic!("{error}");
-    }
+    try_output_shape(&lhs.shape(), &rhs.shape(), &bias.shape())?;
+    Ok(())
 }
 
 /// Counters that show which code path ran.
@@ -132,5 +190,11 @@ pub mod diagnostics {
     /// is read back), so the count moves then, not at the call.
     pub fn kernel_launches() -> u64 {
         fmar_backend_ext::kernel_launches()
+    }
+
+    /// How many inputs fmar copied before a launch. Strided views (transposes, slices,
+    /// broadcasts) are read in place; only storage-tiled tensors are copied.
+    pub fn input_copies() -> u64 {
+        fmar_backend_ext::input_copies()
     }
 }
