@@ -6,10 +6,15 @@
 //! `tests/`) use it with fmar's public API. It depends on no part of fmar and on no GPU crate, so
 //! a swapped-in kernel crate can run the same checks.
 
+pub mod cases;
+pub mod check;
 pub mod data;
+pub mod layout;
 pub mod reference;
 pub mod tolerance;
 
+pub use cases::{Case, Layout, case, case_count, for_random_cases};
+pub use check::{Outcome, check_outcome};
 pub use data::{Precision, Rng, should_run};
 pub use reference::{Gradients, HostTensor, Problem};
-pub use tolerance::{Tolerance, assert_close};
+pub use tolerance::{Tolerance, Tolerances, assert_close, tf32_matmuls};

@@ -157,6 +157,35 @@ impl Problem {
         self.lhs.shape[self.lhs.shape.len() - 1]
     }
 
+    /// The partial-sum scales ([`Tolerance::matmul_scale`](crate::Tolerance::matmul_scale)) of
+    /// the three gradients for an upstream gradient bounded by `upstream_max`: each gradient
+    /// element sums `len` products, over the output columns (or rows) and the batch copies its
+    /// input was broadcast to.
+    pub fn gradient_scales(&self, upstream_max: f64) -> [f64; 3] {
+        let out_len = self.output.data.len();
+        let k = self.k();
+        let len = |numerator: usize, input: &HostTensor| numerator / input.data.len().max(1);
+        [
+            crate::Tolerance::matmul_scale(
+                len(out_len * k, &self.lhs),
+                upstream_max,
+                self.rhs.max_abs(),
+            ),
+            crate::Tolerance::matmul_scale(
+                len(out_len * k, &self.rhs),
+                upstream_max,
+                self.lhs.max_abs(),
+            ),
+            crate::Tolerance::matmul_scale(len(out_len, &self.bias), upstream_max, 1.0),
+        ]
+    }
+
+    /// The scale of the forward's partial sums plus the bias.
+    pub fn forward_scale(&self) -> f64 {
+        crate::Tolerance::matmul_scale(self.k(), self.lhs.max_abs(), self.rhs.max_abs())
+            + self.bias.max_abs()
+    }
+
     /// The ReLU mask an implementation's output implies, where the reference cannot decide.
     ///
     /// Where `|pre_activation|` is within `band` of 0, the sign at the storage precision is not

@@ -7,7 +7,10 @@ mod common;
 use burn::tensor::{DType, Device, Tensor};
 use common::{Op, dtype, forward_backward, tensor, values};
 use fmar::{matmul_add_relu, matmul_add_relu_reference};
-use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerance, assert_close, should_run};
+use fmar_tests::{
+    HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, assert_close,
+    check_outcome, should_run, tf32_matmuls,
+};
 
 /// Checks `op`'s forward and gradients against the f64 reference.
 fn check_against_f64(op: Op, name: &str, problem: &Problem, precision: Precision, seed: u64) {
@@ -17,57 +20,21 @@ fn check_against_f64(op: Op, name: &str, problem: &Problem, precision: Precision
     let [out, grad_lhs, grad_rhs, grad_bias] =
         forward_backward(op, problem, &grad_output, &device, precision);
 
-    let tolerance = Tolerance::for_precision(precision);
-    let k = problem.k();
-    let forward_scale = Tolerance::matmul_scale(k, problem.lhs.max_abs(), problem.rhs.max_abs())
-        + problem.bias.max_abs();
-    let what = |part: &str| {
-        format!(
-            "{name} {part} {precision:?} lhs {:?} rhs {:?}",
-            problem.lhs.shape, problem.rhs.shape
-        )
+    let outcome = Outcome {
+        output: out,
+        grads: [Some(grad_lhs), Some(grad_rhs), Some(grad_bias)],
     };
-    assert_close(
-        &what("forward"),
-        &out,
-        &problem.output.data,
-        tolerance,
-        forward_scale,
-        seed,
+    let what = format!(
+        "{name} {precision:?} lhs {:?} rhs {:?}",
+        problem.lhs.shape, problem.rhs.shape
     );
-
-    // Where the pre-activation is within the forward tolerance of 0, its sign is not fixed at
-    // this precision; the implementation's own output decides the mask there.
-    let mask = problem.resolve_mask(&out, |i| {
-        tolerance.bound(problem.pre_activation.data[i], forward_scale)
-    });
-    let expected = problem.gradients(&grad_output, &mask);
-    let out_shape = &problem.output.shape;
-    let (m, n) = (out_shape[1], out_shape[2]);
-    let batch_reduction = out_shape[0] * m;
-    let g = grad_output.max_abs();
-    assert_close(
-        &what("grad lhs"),
-        &grad_lhs,
-        &expected.lhs.data,
-        tolerance,
-        Tolerance::matmul_scale(n * out_shape[0], g, problem.rhs.max_abs()),
-        seed,
-    );
-    assert_close(
-        &what("grad rhs"),
-        &grad_rhs,
-        &expected.rhs.data,
-        tolerance,
-        Tolerance::matmul_scale(batch_reduction, g, problem.lhs.max_abs()),
-        seed,
-    );
-    assert_close(
-        &what("grad bias"),
-        &grad_bias,
-        &expected.bias.data,
-        tolerance,
-        Tolerance::matmul_scale(out_shape[0], g, 1.0),
+    check_outcome(
+        &what,
+        problem,
+        Tolerances::new(precision, tf32_matmuls()),
+        &grad_output,
+        &outcome,
+        [true; 3],
         seed,
     );
 }
@@ -163,7 +130,9 @@ fn inner_dim_mismatch_panics_at_the_call_naming_both_shapes() {
 }
 
 #[test]
-#[should_panic(expected = "matmul_add_relu: `bias` [2, 3, 5] must have the output shape [2, 3, 6]")]
+#[should_panic(
+    expected = "matmul_add_relu: `bias` [2, 3, 5] does not broadcast to the output shape [2, 3, 6]"
+)]
 fn wrong_bias_shape_panics_naming_bias() {
     let device = Device::default();
     let _ = matmul_add_relu(
@@ -174,7 +143,9 @@ fn wrong_bias_shape_panics_naming_bias() {
 }
 
 #[test]
-#[should_panic(expected = "matmul_add_relu: `rhs` has dtype F16 but `lhs` has dtype F32")]
+#[should_panic(
+    expected = "matmul_add_relu: `rhs` has dtype F16 but `lhs` has dtype F32; all three must match"
+)]
 fn mixed_dtypes_panic_naming_both() {
     let device = Device::default();
     let _ = matmul_add_relu(

@@ -15,7 +15,11 @@ pub fn dtype(precision: Precision) -> DType {
 }
 
 /// `host` as a tensor on `device`, stored in `precision`.
-pub fn tensor(host: &HostTensor, device: &Device, precision: Precision) -> Tensor<3> {
+pub fn tensor<const D: usize>(
+    host: &HostTensor,
+    device: &Device,
+    precision: Precision,
+) -> Tensor<D> {
     let values: Vec<f32> = host.data.iter().map(|&x| x as f32).collect();
     Tensor::from_data(
         TensorData::new(values, host.shape.clone()),
@@ -24,7 +28,7 @@ pub fn tensor(host: &HostTensor, device: &Device, precision: Precision) -> Tenso
 }
 
 /// A tensor's values, widened to f64.
-pub fn values(tensor: Tensor<3>) -> Vec<f64> {
+pub fn values<const D: usize>(tensor: Tensor<D>) -> Vec<f64> {
     tensor
         .into_data()
         .convert::<f64>()

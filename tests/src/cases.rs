@@ -1,0 +1,148 @@
+//! Random problems for property tests: ranks, shapes (0, 1 and ragged sizes), batch and bias
+//! broadcast patterns, memory layouts, dtypes, and whether Fusion is on.
+//!
+//! `FMAR_PROPTEST_CASES` sets how many cases a property test draws (CI keeps the default low).
+
+use crate::data::Precision;
+use proptest::prelude::*;
+
+/// How an operand sits in device memory. Every layout shows the same logical values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Row-major.
+    Contiguous,
+    /// Stored with its last two dims swapped, read through swapped strides (`w.transpose()`).
+    Transposed,
+    /// A window of a larger tensor whose other elements are NaN: a read outside the window
+    /// poisons the result.
+    Sliced {
+        /// Extra rows and columns around the window (each at least 1).
+        pad: [usize; 2],
+        /// Where the window starts inside the padded matrix.
+        offset: [usize; 2],
+    },
+    /// Every other column of a tensor twice as wide (a stride of 2 on the last dim).
+    Strided,
+}
+
+/// One fused problem to run.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Shape of `lhs`, `[B.., m, k]`.
+    pub lhs: Vec<usize>,
+    /// Shape of `rhs`, `[B.., k, n]`.
+    pub rhs: Vec<usize>,
+    /// Shape of `bias`: broadcasts to the output, any rank up to the output's.
+    pub bias: Vec<usize>,
+    /// Layouts of `lhs`, `rhs`, `bias`.
+    pub layouts: [Layout; 3],
+    /// Storage dtype of all three.
+    pub precision: Precision,
+    /// Whether to run through `Fusion<CubeBackend>` (lazy registration) or `CubeBackend` itself.
+    pub fusion: bool,
+    /// Which of `lhs`, `rhs`, `bias` require a gradient.
+    pub tracked: [bool; 3],
+}
+
+impl Case {
+    /// The output shape.
+    pub fn output(&self) -> Vec<usize> {
+        crate::reference::output_shape(&self.lhs, &self.rhs)
+    }
+}
+
+/// How many cases a property test runs: `FMAR_PROPTEST_CASES`, or `default`.
+pub fn case_count(default: u32) -> u32 {
+    std::env::var("FMAR_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A dim size: mostly small and ragged, sometimes 0 or 1, sometimes past one 16-wide tile.
+fn dim() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        1 => Just(0usize),
+        2 => Just(1usize),
+        6 => 2usize..20,
+        2 => 20usize..70,
+    ]
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        3 => Just(Layout::Contiguous),
+        2 => Just(Layout::Transposed),
+        1 => (1usize..3, 1usize..3, 0usize..2, 0usize..2).prop_map(|(pr, pc, or, oc)| {
+            Layout::Sliced { pad: [pr, pc], offset: [or.min(pr), oc.min(pc)] }
+        }),
+        1 => Just(Layout::Strided),
+    ]
+}
+
+/// Random cases in `precisions`, ranks 2 to 5.
+pub fn case(precisions: Vec<Precision>) -> impl Strategy<Value = Case> {
+    let batch = prop::collection::vec((1usize..4, 0usize..3), 0..4);
+    (
+        batch,
+        dim(),
+        dim(),
+        dim(),
+        prop::collection::vec(any::<bool>(), 5),
+        0usize..6,
+        [layout(), layout(), layout()],
+        prop::sample::select(precisions),
+        any::<bool>(),
+        [any::<bool>(), any::<bool>(), any::<bool>()],
+    )
+        .prop_map(
+            |(batch, m, k, n, bias_keep, bias_drop, layouts, precision, fusion, tracked)| {
+                let (mut lhs, mut rhs) = (Vec::new(), Vec::new());
+                for (size, pattern) in batch {
+                    let (l, r) = match pattern {
+                        0 => (size, size),
+                        1 => (1, size),
+                        _ => (size, 1),
+                    };
+                    lhs.push(l);
+                    rhs.push(r);
+                }
+                lhs.extend([m, k]);
+                rhs.extend([k, n]);
+                let out = crate::reference::output_shape(&lhs, &rhs);
+                // A suffix of the output's dims, each kept or set to 1: `[n]`, `[1, n]`,
+                // `[m, 1]`, `[b, 1, n]`, the full shape, ...
+                let drop = bias_drop.min(out.len() - 1);
+                let bias = out[drop..]
+                    .iter()
+                    .zip(&bias_keep)
+                    .map(|(&size, &keep)| if keep { size } else { 1 })
+                    .collect();
+                Case {
+                    lhs,
+                    rhs,
+                    bias,
+                    layouts,
+                    precision,
+                    fusion,
+                    tracked,
+                }
+            },
+        )
+}
+
+/// Runs `check` on [`case_count`]`(default)` random cases drawn from [`case`]`(precisions)`. A
+/// panic inside `check` fails the run; proptest shrinks the case and reports the smallest one.
+pub fn for_random_cases(default: u32, precisions: Vec<Precision>, check: impl Fn(&Case)) {
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases: case_count(default),
+        failure_persistence: None,
+        ..Default::default()
+    });
+    if let Err(error) = runner.run(&case(precisions), |case| {
+        check(&case);
+        Ok(())
+    }) {
+        panic!("{error}");
+    }
+}

@@ -1,0 +1,468 @@
+//! Real inputs through the public API: broadcast biases (a `Linear` bias first), any rank,
+//! transposed and sliced views read without copies, half precision, zero sizes, NaN and
+//! infinities, and one typed error per kind of bad input.
+
+mod common;
+
+use burn::tensor::{DType, Device, DeviceKind, Tensor, s};
+use common::{dtype, tensor, values};
+use fmar::{
+    Error, diagnostics, matmul_add_relu, matmul_add_relu_nd, matmul_add_relu_reference,
+    matmul_add_relu_reference_nd, try_matmul_add_relu, try_matmul_add_relu_nd,
+};
+use fmar_tests::{
+    HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, assert_close,
+    check_outcome, should_run, tf32_matmuls,
+};
+use std::sync::{Mutex, MutexGuard};
+
+/// Tests that read fmar's process-wide counters hold this lock.
+static COUNTERS: Mutex<()> = Mutex::new(());
+
+fn counters() -> MutexGuard<'static, ()> {
+    COUNTERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Forward and the three gradients of `matmul_add_relu_nd` at ranks `D` (operands) and `B`
+/// (bias), on the autodiff device, checked against the f64 reference; gradients must come back
+/// in their inputs' shapes.
+fn check_nd<const D: usize, const B: usize>(
+    lhs: &[usize],
+    rhs: &[usize],
+    bias: &[usize],
+    precision: Precision,
+) {
+    let _guard = counters();
+    let device = Device::default().autodiff();
+    let mut rng = Rng::fresh();
+    let seed = rng.seed();
+    let problem = Problem::random(lhs, rhs, bias, &mut rng, precision);
+    let upstream = HostTensor::random(&problem.output.shape, &mut rng, precision);
+
+    let l = tensor::<D>(&problem.lhs, &device, precision).require_grad();
+    let r = tensor::<D>(&problem.rhs, &device, precision).require_grad();
+    let b = tensor::<B>(&problem.bias, &device, precision).require_grad();
+    let out = matmul_add_relu_nd(l.clone(), r.clone(), b.clone());
+    assert_eq!(out.dims().to_vec(), problem.output.shape);
+    let grads = (out.clone() * tensor::<D>(&upstream, &device, precision))
+        .sum()
+        .backward();
+    let grad_lhs = l.grad(&grads).expect("lhs gradient");
+    let grad_rhs = r.grad(&grads).expect("rhs gradient");
+    let grad_bias = b.grad(&grads).expect("bias gradient");
+    assert_eq!(grad_lhs.dims().to_vec(), lhs.to_vec());
+    assert_eq!(grad_rhs.dims().to_vec(), rhs.to_vec());
+    assert_eq!(
+        grad_bias.dims().to_vec(),
+        bias.to_vec(),
+        "bias gradient in the bias's shape"
+    );
+    let outcome = Outcome {
+        output: values(out),
+        grads: [
+            Some(values(grad_lhs)),
+            Some(values(grad_rhs)),
+            Some(values(grad_bias)),
+        ],
+    };
+    let what = format!("lhs {lhs:?} rhs {rhs:?} bias {bias:?} {precision:?}");
+    check_outcome(
+        &what,
+        &problem,
+        Tolerances::new(precision, tf32_matmuls()),
+        &upstream,
+        &outcome,
+        [true; 3],
+        seed,
+    );
+}
+
+#[test]
+fn linear_bias_of_shape_n() {
+    check_nd::<3, 1>(&[4, 33, 20], &[1, 20, 17], &[17], Precision::F32);
+    check_nd::<2, 1>(&[65, 20], &[20, 31], &[31], Precision::F32);
+}
+
+#[test]
+fn every_bias_pattern_that_broadcasts() {
+    let (b, m, k, n) = (3, 9, 11, 7);
+    let (lhs, rhs) = ([b, m, k], [b, k, n]);
+    check_nd::<3, 2>(&lhs, &rhs, &[1, n], Precision::F32);
+    check_nd::<3, 3>(&lhs, &rhs, &[1, 1, n], Precision::F32);
+    check_nd::<3, 3>(&lhs, &rhs, &[b, 1, n], Precision::F32);
+    check_nd::<3, 3>(&lhs, &rhs, &[1, m, n], Precision::F32);
+    check_nd::<3, 3>(&lhs, &rhs, &[b, m, n], Precision::F32);
+    check_nd::<3, 2>(&lhs, &rhs, &[m, 1], Precision::F32);
+    check_nd::<3, 3>(&lhs, &rhs, &[b, m, 1], Precision::F32);
+    check_nd::<3, 1>(&lhs, &rhs, &[1], Precision::F32);
+}
+
+#[test]
+fn any_rank_with_broadcast_on_every_batch_dim() {
+    check_nd::<2, 2>(&[17, 9], &[9, 23], &[17, 23], Precision::F32);
+    check_nd::<4, 1>(&[2, 1, 13, 8], &[1, 3, 8, 5], &[5], Precision::F32);
+    check_nd::<5, 3>(
+        &[1, 2, 1, 6, 4],
+        &[2, 1, 3, 4, 9],
+        &[1, 6, 9],
+        Precision::F32,
+    );
+}
+
+#[test]
+fn half_precision_with_broadcast_bias() {
+    for precision in [Precision::F16, Precision::BF16] {
+        if should_run(
+            precision,
+            Device::default().supports_dtype(dtype(precision)),
+        ) {
+            check_nd::<3, 1>(&[2, 40, 64], &[1, 64, 24], &[24], precision);
+            check_nd::<4, 2>(&[2, 2, 9, 16], &[2, 1, 16, 5], &[9, 1], precision);
+        }
+    }
+}
+
+/// Weights are often stored as `[n, k]` and used as `w.transpose()`: fmar reads the transposed
+/// view through its strides. No input is copied, and the result is right.
+#[test]
+fn transposed_operands_are_read_in_place() {
+    let _guard = counters();
+    let device = Device::default();
+    let mut rng = Rng::fresh();
+    let problem = Problem::random(&[2, 19, 24], &[2, 24, 13], &[13], &mut rng, Precision::F32);
+    let stored_lhs = fmar_tests::layout::transposed(&problem.lhs);
+    let stored_rhs = fmar_tests::layout::transposed(&problem.rhs);
+    let lhs = tensor::<3>(&stored_lhs, &device, Precision::F32).transpose();
+    let rhs = tensor::<3>(&stored_rhs, &device, Precision::F32).transpose();
+    let bias = tensor::<1>(&problem.bias, &device, Precision::F32);
+    let copies = diagnostics::input_copies();
+    let launches = diagnostics::kernel_launches();
+    let out = values(matmul_add_relu_nd(lhs, rhs, bias));
+    assert_eq!(
+        diagnostics::kernel_launches(),
+        launches + 1,
+        "fmar's kernel ran"
+    );
+    assert_eq!(diagnostics::input_copies(), copies, "no input was copied");
+    let scale = Tolerance::matmul_scale(24, 1.0, 1.0) + 1.0;
+    assert_close(
+        "transposed",
+        &out,
+        &problem.output.data,
+        Tolerance::for_precision(Precision::F32),
+        scale,
+        rng.seed(),
+    );
+}
+
+#[test]
+fn sliced_views_give_correct_results() {
+    let _guard = counters();
+    let device = Device::default();
+    let mut rng = Rng::fresh();
+    let big_lhs = HostTensor::random(&[3, 30, 40], &mut rng, Precision::F32);
+    let big_rhs = HostTensor::random(&[3, 40, 50], &mut rng, Precision::F32);
+    let lhs = tensor::<3>(&big_lhs, &device, Precision::F32).slice(s![1..3, 5..22, 3..31]);
+    let rhs = tensor::<3>(&big_rhs, &device, Precision::F32).slice(s![0..2, 10..38, 1..50;2]);
+    let bias_full = HostTensor::random(&[25], &mut rng, Precision::F32);
+    let bias = tensor::<1>(&bias_full, &device, Precision::F32);
+    let problem = Problem::new(
+        HostTensor::new(lhs.dims().to_vec(), values(lhs.clone())),
+        HostTensor::new(rhs.dims().to_vec(), values(rhs.clone())),
+        bias_full,
+    );
+    let out = values(matmul_add_relu_nd(lhs, rhs, bias));
+    let scale = Tolerance::matmul_scale(28, 1.0, 1.0) + 1.0;
+    assert_close(
+        "sliced",
+        &out,
+        &problem.output.data,
+        Tolerance::for_precision(Precision::F32),
+        scale,
+        rng.seed(),
+    );
+}
+
+#[test]
+fn zero_sizes_are_legal() {
+    let _guard = counters();
+    let device = Device::default().autodiff();
+    let mut rng = Rng::fresh();
+    // k = 0: relu(bias), and zero gradients for lhs and rhs.
+    let bias_host = HostTensor::random(&[2, 3, 4], &mut rng, Precision::F32);
+    let lhs = Tensor::<3>::zeros([2, 3, 0], &device).require_grad();
+    let rhs = Tensor::<3>::zeros([2, 0, 4], &device).require_grad();
+    let bias = tensor::<3>(&bias_host, &device, Precision::F32).require_grad();
+    let out = matmul_add_relu(lhs.clone(), rhs.clone(), bias.clone());
+    let grads = out.clone().sum().backward();
+    let expected: Vec<f64> = bias_host.data.iter().map(|&x| x.max(0.0)).collect();
+    assert_eq!(values(out), expected);
+    assert_eq!(lhs.grad(&grads).unwrap().dims(), [2, 3, 0]);
+    let mask: Vec<f64> = bias_host
+        .data
+        .iter()
+        .map(|&x| if x > 0.0 { 1.0 } else { 0.0 })
+        .collect();
+    assert_eq!(values(bias.grad(&grads).unwrap()), mask);
+
+    // m = 0 and n = 0: empty outputs, zero gradients.
+    for (l, r) in [([2, 0, 5], [2, 5, 3]), ([2, 4, 5], [2, 5, 0])] {
+        let lhs = Tensor::<3>::ones(l, &device).require_grad();
+        let rhs = Tensor::<3>::ones(r, &device).require_grad();
+        let bias = Tensor::<1>::ones([r[2]], &device).require_grad();
+        let out = matmul_add_relu_nd(lhs.clone(), rhs.clone(), bias.clone());
+        assert_eq!(out.dims(), [2, l[1], r[2]]);
+        let grads = out.sum().backward();
+        for grad in [lhs.grad(&grads).unwrap(), rhs.grad(&grads).unwrap()] {
+            assert!(values(grad).iter().all(|&g| g == 0.0));
+        }
+        assert!(values(bias.grad(&grads).unwrap()).iter().all(|&g| g == 0.0));
+    }
+}
+
+/// What the reference does with non-finite values, fmar does too: IEEE arithmetic through the
+/// dot product and the bias (NaN is sticky, inf * 0 and inf - inf are NaN), then
+/// `relu(x) = x <= 0 ? 0 : x`, so NaN stays NaN, +inf stays +inf and -inf becomes 0.
+#[test]
+fn nan_and_infinities_behave_as_the_reference() {
+    let _guard = counters();
+    let device = Device::default();
+    let mut rng = Rng::fresh();
+    let (m, k, n) = (6, 5, 7);
+    let mut lhs = HostTensor::random(&[1, m, k], &mut rng, Precision::F32);
+    let mut rhs = HostTensor::random(&[1, k, n], &mut rng, Precision::F32);
+    let mut bias = HostTensor::random(&[1, m, n], &mut rng, Precision::F32);
+    lhs.data[0] = f64::NAN; // row 0: NaN everywhere
+    lhs.data[k + 1] = f64::INFINITY; // row 1: +-inf by the sign of rhs[1, j]
+    rhs.data[2 * n + 3] = f64::NEG_INFINITY; // column 3: -+inf by the sign of lhs[i, 2]
+    rhs.data[4 * n + 5] = 0.0;
+    lhs.data[2 * k + 4] = f64::INFINITY; // inf * 0 = NaN at (2, 5)
+    bias.data[4 * n + 6] = f64::INFINITY;
+    bias.data[5 * n] = f64::NEG_INFINITY;
+    let problem = Problem::new(lhs, rhs, bias);
+    for precision in [Precision::F32, Precision::F16] {
+        if !should_run(precision, device.supports_dtype(dtype(precision))) {
+            continue;
+        }
+        let inputs = || {
+            (
+                tensor::<3>(&problem.lhs, &device, precision),
+                tensor::<3>(&problem.rhs, &device, precision),
+                tensor::<3>(&problem.bias, &device, precision),
+            )
+        };
+        let (l, r, b) = inputs();
+        let fmar = values(matmul_add_relu(l, r, b));
+        let (l, r, b) = inputs();
+        let reference = values(matmul_add_relu_reference(l, r, b));
+        let classes = |v: &[f64]| -> Vec<&'static str> {
+            v.iter()
+                .map(|x| match x {
+                    x if x.is_nan() => "nan",
+                    x if *x == f64::INFINITY => "+inf",
+                    x if *x == 0.0 => "0",
+                    _ => "finite",
+                })
+                .collect()
+        };
+        assert_eq!(
+            classes(&fmar),
+            classes(&reference),
+            "{precision:?}: fmar vs Burn's reference"
+        );
+        assert_eq!(
+            classes(&fmar),
+            classes(&problem.output.data),
+            "{precision:?}: fmar vs f64"
+        );
+        assert!(classes(&fmar).contains(&"nan") && classes(&fmar).contains(&"+inf"));
+    }
+}
+
+// ---- typed errors -------------------------------------------------------------------------
+
+/// `try_` returns the error at the call; the panicking form panics with the same message; and
+/// nothing was launched.
+fn assert_refused<const D: usize, const B: usize>(
+    lhs: Tensor<D>,
+    rhs: Tensor<D>,
+    bias: Tensor<B>,
+    matches: impl Fn(&Error) -> bool,
+    message: &str,
+) {
+    let _guard = counters();
+    let launches = diagnostics::kernel_launches();
+    let error = try_matmul_add_relu_nd(lhs.clone(), rhs.clone(), bias.clone())
+        .expect_err("bad input is refused at the call");
+    assert!(matches(&error), "unexpected variant: {error:?}");
+    assert_eq!(error.to_string(), message);
+    let panic = std::panic::catch_unwind(|| matmul_add_relu_nd(lhs, rhs, bias))
+        .expect_err("the plain form panics");
+    let panic = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(panic, message, "the panic carries the same message");
+    Device::default()
+        .sync()
+        .expect("the device is still usable");
+    assert_eq!(
+        diagnostics::kernel_launches(),
+        launches,
+        "nothing was launched"
+    );
+}
+
+#[test]
+fn rank_error() {
+    let device = Device::default();
+    assert_refused(
+        Tensor::<1>::zeros([4], &device),
+        Tensor::<1>::zeros([4], &device),
+        Tensor::<1>::zeros([1], &device),
+        |e| matches!(e, Error::Rank { operand: "lhs", .. }),
+        "matmul_add_relu: `lhs` has shape [4] (rank 1), but it must have at least 2 dims",
+    );
+}
+
+#[test]
+fn inner_dim_error() {
+    let device = Device::default();
+    assert_refused(
+        Tensor::<3>::zeros([2, 3, 4], &device),
+        Tensor::<3>::zeros([2, 5, 6], &device),
+        Tensor::<1>::zeros([6], &device),
+        |e| matches!(e, Error::InnerDim { .. }),
+        "matmul_add_relu: inner dims differ: `lhs` [2, 3, 4] has k = 4 but `rhs` [2, 5, 6] has k = 5",
+    );
+}
+
+#[test]
+fn batch_error() {
+    let device = Device::default();
+    assert_refused(
+        Tensor::<4>::zeros([2, 3, 4, 5], &device),
+        Tensor::<4>::zeros([2, 2, 5, 6], &device),
+        Tensor::<1>::zeros([6], &device),
+        |e| matches!(e, Error::BatchNotBroadcastable { dim: 1, .. }),
+        "matmul_add_relu: batch dim 1 does not broadcast: `lhs` [2, 3, 4, 5] has 3 and `rhs` \
+         [2, 2, 5, 6] has 2 (sizes must match or one must be 1)",
+    );
+}
+
+#[test]
+fn bias_error() {
+    let device = Device::default();
+    assert_refused(
+        Tensor::<3>::zeros([2, 3, 4], &device),
+        Tensor::<3>::zeros([2, 4, 6], &device),
+        Tensor::<2>::zeros([2, 6], &device),
+        |e| matches!(e, Error::BiasNotBroadcastable { .. }),
+        "matmul_add_relu: `bias` [2, 6] does not broadcast to the output shape [2, 3, 6] (dims are \
+         matched from the right; each must equal the output's or be 1, and `bias` may not have \
+         more dims than the output)",
+    );
+}
+
+#[test]
+fn dtype_mismatch_error() {
+    let device = Device::default();
+    assert_refused(
+        Tensor::<3>::zeros([2, 3, 4], &device),
+        Tensor::<3>::zeros([2, 4, 6], (&device, DType::F16)),
+        Tensor::<1>::zeros([6], &device),
+        |e| matches!(e, Error::DtypeMismatch { operand: "rhs", .. }),
+        "matmul_add_relu: `rhs` has dtype F16 but `lhs` has dtype F32; all three must match",
+    );
+}
+
+/// A dtype the device cannot run is refused before anything is compiled or launched: bf16 on
+/// wgpu's WGSL compiler (which has no bf16), and f64, which fmar does not compute in.
+#[test]
+fn unsupported_dtype_error() {
+    let device = Device::default();
+    if !device.supports_dtype(DType::BF16) {
+        let bf16 = |dims: [usize; 3]| Tensor::<3>::zeros(dims, (&device, DType::BF16));
+        let _guard = counters();
+        let launches = diagnostics::kernel_launches();
+        let error = try_matmul_add_relu(bf16([2, 3, 4]), bf16([2, 4, 5]), bf16([2, 3, 5]));
+        assert!(
+            matches!(
+                error,
+                Err(Error::UnsupportedDtype {
+                    dtype: DType::BF16,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .unwrap_err()
+                .to_string()
+                .starts_with("matmul_add_relu: dtype BF16 is not supported on device")
+        );
+        assert_eq!(diagnostics::kernel_launches(), launches);
+    }
+    if device.supports_dtype(DType::F64) {
+        let f64s = |dims: [usize; 3]| Tensor::<3>::zeros(dims, (&device, DType::F64));
+        let error = try_matmul_add_relu(f64s([2, 3, 4]), f64s([2, 4, 5]), f64s([2, 3, 5]));
+        assert!(
+            matches!(
+                error,
+                Err(Error::UnsupportedDtype {
+                    dtype: DType::F64,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+    }
+}
+
+#[test]
+fn device_mismatch_error() {
+    let _guard = counters();
+    let device = Device::default();
+    let other = Device::wgpu(DeviceKind::Cpu);
+    let Ok(on_other) = std::panic::catch_unwind(|| Tensor::<3>::zeros([2, 4, 6], &other)) else {
+        eprintln!("skipping: no second wgpu device (a CPU adapter) on this machine");
+        return;
+    };
+    assert_ne!(device, other);
+    let error = try_matmul_add_relu_nd(
+        Tensor::<3>::zeros([2, 3, 4], &device),
+        on_other,
+        Tensor::<1>::zeros([6], &device),
+    );
+    assert!(
+        matches!(error, Err(Error::DeviceMismatch { operand: "rhs", .. })),
+        "{error:?}"
+    );
+    let message = error.unwrap_err().to_string();
+    assert!(
+        message.starts_with("matmul_add_relu: `rhs` is on device "),
+        "{message}"
+    );
+}
+
+#[test]
+fn reference_accepts_the_same_broadcast_bias() {
+    let _guard = counters();
+    let device = Device::default();
+    let mut rng = Rng::fresh();
+    let problem = Problem::random(&[2, 5, 6], &[2, 6, 7], &[7], &mut rng, Precision::F32);
+    let out = values(matmul_add_relu_reference_nd(
+        tensor::<3>(&problem.lhs, &device, Precision::F32),
+        tensor::<3>(&problem.rhs, &device, Precision::F32),
+        tensor::<1>(&problem.bias, &device, Precision::F32),
+    ));
+    let scale = Tolerance::matmul_scale(6, 1.0, 1.0) + 1.0;
+    assert_close(
+        "reference nd",
+        &out,
+        &problem.output.data,
+        Tolerance::for_precision(Precision::F32),
+        scale,
+        rng.seed(),
+    );
+}

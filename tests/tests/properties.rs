@@ -1,0 +1,282 @@
+//! The property-test and opcheck harness: random ranks, shapes, broadcast patterns, layouts,
+//! dtypes and Fusion on or off, each checked end to end.
+//!
+//! For every case it checks:
+//! - registration: the shape and dtype Fusion announces before anything runs equal
+//!   `fmar_fusion_meta`'s, and equal what direct execution on `CubeBackend` produces;
+//! - the forward values against the f64 host reference;
+//! - autograd: the gradient of every tracked input (and none for untracked ones) against the f64
+//!   reference, each in its input's own shape.
+//!
+//! `FMAR_PROPTEST_CASES` raises the case count (CI runs the default); `FMAR_TEST_SEED` fixes
+//! the data of a failing case, whose seed every failure prints.
+
+use burn::backend::fusion::Fusion;
+use burn::backend::{AutodiffBackend, Backend, DispatchDevice, TensorMetadata};
+use burn::tensor::{DType, Shape, Slice, TensorData, read_sync};
+use burn_autodiff::Autodiff;
+use burn_cubecl::{CubeBackend, CubeDevice};
+use fmar::FusedMatmulAddReluBackend;
+use fmar_fusion_meta::{output_dtype, output_shape};
+use fmar_tests::{
+    Case, HostTensor, Layout, Outcome, Precision, Problem, Rng, Tolerances, check_outcome,
+    for_random_cases, layout, tf32_matmuls,
+};
+
+type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
+
+/// Burn's default CubeCL device (so `BURN_DEVICE=cuda` runs the harness on CUDA).
+fn device() -> CubeDevice {
+    match burn::tensor::Device::default().as_dispatch() {
+        DispatchDevice::Cube(device) => device.clone(),
+        #[allow(unreachable_patterns)]
+        other => panic!("the property harness needs a CubeCL device, got {other:?}"),
+    }
+}
+
+fn dtype(precision: Precision) -> DType {
+    match precision {
+        Precision::F32 => DType::F32,
+        Precision::F16 => DType::F16,
+        Precision::BF16 => DType::BF16,
+    }
+}
+
+fn from_values<B: Backend<Device = CubeDevice>>(
+    values: Vec<f64>,
+    shape: Vec<usize>,
+    precision: Precision,
+) -> FloatTensor<B> {
+    let values: Vec<f32> = values.into_iter().map(|x| x as f32).collect();
+    let data = TensorData::new(values, shape).convert_dtype(dtype(precision));
+    B::float_from_data(data, &device())
+}
+
+/// `host` on the device in `layout`: the same logical values, different memory.
+fn upload<B: Backend<Device = CubeDevice>>(
+    host: &HostTensor,
+    layout: Layout,
+    precision: Precision,
+) -> FloatTensor<B> {
+    let shape = &host.shape;
+    let rank = shape.len();
+    if rank < 2 && matches!(layout, Layout::Transposed) {
+        return upload::<B>(host, Layout::Contiguous, precision);
+    }
+    match layout {
+        Layout::Contiguous => from_values::<B>(host.data.clone(), shape.clone(), precision),
+        Layout::Transposed => {
+            let stored = layout::transposed(host);
+            let tensor = from_values::<B>(stored.data, stored.shape, precision);
+            B::float_swap_dims(tensor, rank - 2, rank - 1)
+        }
+        Layout::Sliced { pad, offset } => {
+            // Pad the last (up to) two dims with NaN and read the window back.
+            let padded_dims = rank.min(2);
+            let mut padded = shape.clone();
+            let mut starts = vec![0; rank];
+            for i in 0..padded_dims {
+                let dim = rank - padded_dims + i;
+                let which = 2 - padded_dims + i;
+                padded[dim] += pad[which];
+                starts[dim] = offset[which];
+            }
+            let stored = layout::scatter(host, &padded, &starts, 1);
+            let tensor = from_values::<B>(stored.data, padded, precision);
+            let slices: Vec<Slice> = (0..rank)
+                .map(|dim| Slice::from(starts[dim]..starts[dim] + shape[dim]))
+                .collect();
+            B::float_slice(tensor, &slices)
+        }
+        Layout::Strided => {
+            let mut wide = shape.clone();
+            wide[rank - 1] *= 2;
+            let stored = layout::scatter(host, &wide, &vec![0; rank], 2);
+            let tensor = from_values::<B>(stored.data, wide, precision);
+            let mut slices: Vec<Slice> = shape.iter().map(|&size| Slice::from(0..size)).collect();
+            slices[rank - 1] = Slice::new(0, Some((2 * shape[rank - 1]) as isize), 2);
+            B::float_slice(tensor, &slices)
+        }
+    }
+}
+
+fn download<B: Backend>(tensor: FloatTensor<B>) -> Vec<f64> {
+    read_sync(B::float_into_data(tensor))
+        .expect("readback")
+        .convert::<f64>()
+        .try_into_vec::<f64>()
+        .expect("f64 data")
+}
+
+/// Forward (with its metadata before execution) and gradients of one case on backend `B`.
+struct Run {
+    announced: (Shape, DType),
+    result: Outcome,
+}
+
+fn run<B>(case: &Case, problem: &Problem, upstream: &HostTensor) -> Run
+where
+    B: AutodiffBackend<Device = CubeDevice> + FusedMatmulAddReluBackend,
+{
+    let inputs: Vec<FloatTensor<B>> = [&problem.lhs, &problem.rhs, &problem.bias]
+        .into_iter()
+        .zip(case.layouts)
+        .zip(case.tracked)
+        .map(|((host, layout), tracked)| {
+            B::float_set_require_grad(upload::<B>(host, layout, case.precision), tracked)
+        })
+        .collect();
+    let output = B::fused_matmul_add_relu(inputs[0].clone(), inputs[1].clone(), inputs[2].clone());
+    // Under Fusion nothing has run yet: this is what the annotation registered.
+    let announced = (output.shape(), output.dtype());
+    let upstream = upload::<B>(upstream, Layout::Contiguous, case.precision);
+    let loss = B::float_sum(B::float_mul(output.clone(), upstream));
+    let mut gradients = B::backward(loss);
+    let grads = [0, 1, 2]
+        .map(|i| B::grad_remove(&inputs[i], &mut gradients).map(download::<B::InnerBackend>));
+    Run {
+        announced,
+        result: Outcome {
+            output: download::<B>(output),
+            grads,
+        },
+    }
+}
+
+fn check_case(case: &Case) {
+    if !CubeBackend::supports_dtype(&device(), dtype(case.precision)) {
+        return; // bf16 on wgpu: `dtypes.rs` checks that fmar refuses it with a typed error.
+    }
+    let mut rng = Rng::fresh();
+    let seed = rng.seed();
+    let problem = Problem::random(&case.lhs, &case.rhs, &case.bias, &mut rng, case.precision);
+    let out_shape = case.output();
+    let upstream = HostTensor::random(&out_shape, &mut rng, case.precision);
+    let what = |part: &str| format!("{part}, case {case:?}");
+
+    // Registration metadata = the shared rule = what direct execution produces.
+    let expected_meta = (
+        output_shape(
+            &Shape::from(case.lhs.clone()),
+            &Shape::from(case.rhs.clone()),
+            &Shape::from(case.bias.clone()),
+        ),
+        output_dtype(
+            dtype(case.precision),
+            dtype(case.precision),
+            dtype(case.precision),
+        ),
+    );
+    let direct = CubeBackend::fused_matmul_add_relu(
+        upload::<CubeBackend>(&problem.lhs, case.layouts[0], case.precision),
+        upload::<CubeBackend>(&problem.rhs, case.layouts[1], case.precision),
+        upload::<CubeBackend>(&problem.bias, case.layouts[2], case.precision),
+    );
+    assert_eq!(
+        (direct.shape(), direct.dtype),
+        expected_meta,
+        "{}",
+        what("direct metadata")
+    );
+
+    let outcome = if case.fusion {
+        run::<Autodiff<Fusion<CubeBackend>>>(case, &problem, &upstream)
+    } else {
+        run::<Autodiff<CubeBackend>>(case, &problem, &upstream)
+    };
+    assert_eq!(
+        outcome.announced,
+        expected_meta,
+        "{}",
+        what("announced metadata")
+    );
+
+    check_outcome(
+        &what("fmar"),
+        &problem,
+        Tolerances::new(case.precision, tf32_matmuls()),
+        &upstream,
+        &outcome.result,
+        case.tracked,
+        seed,
+    );
+    let direct = Outcome {
+        output: download::<CubeBackend>(direct),
+        grads: [None, None, None],
+    };
+    check_outcome(
+        &what("direct CubeBackend"),
+        &problem,
+        Tolerances::new(case.precision, tf32_matmuls()),
+        &upstream,
+        &direct,
+        [false; 3],
+        seed,
+    );
+}
+
+#[test]
+fn random_cases_match_the_f64_reference() {
+    for_random_cases(48, Precision::ALL.to_vec(), check_case);
+}
+
+/// Zero-size dims through every path: `k = 0` gives `relu(bias)` and zero matmul gradients, an
+/// empty output gives zero gradients everywhere.
+#[test]
+fn zero_size_dims() {
+    let shapes: [(&[usize], &[usize], &[usize]); 6] = [
+        (&[1, 0], &[0, 12], &[1, 1]),
+        (&[0, 1], &[1, 1], &[1, 1]),
+        (&[3, 0], &[0, 4], &[4]),
+        (&[2, 0, 5], &[2, 5, 3], &[0, 3]),
+        (&[2, 4, 5], &[1, 5, 0], &[1]),
+        (&[0, 4, 0], &[1, 0, 2], &[4, 2]),
+    ];
+    for (lhs, rhs, bias) in shapes {
+        let sliced = Layout::Sliced {
+            pad: [1, 2],
+            offset: [0, 1],
+        };
+        for (fusion, layout) in [
+            (false, Layout::Contiguous),
+            (true, Layout::Contiguous),
+            (false, sliced),
+            (true, Layout::Transposed),
+            (false, Layout::Strided),
+        ] {
+            check_case(&Case {
+                lhs: lhs.to_vec(),
+                rhs: rhs.to_vec(),
+                bias: bias.to_vec(),
+                layouts: [layout; 3],
+                precision: Precision::F32,
+                fusion,
+                tracked: [true; 3],
+            });
+        }
+    }
+}
+
+/// Cases the random search found, kept so that they run every time.
+#[test]
+fn regressions() {
+    let cases = [Case {
+        lhs: vec![1, 0],
+        rhs: vec![0, 12],
+        bias: vec![1, 1],
+        layouts: [
+            Layout::Contiguous,
+            Layout::Sliced {
+                pad: [1, 2],
+                offset: [0, 0],
+            },
+            Layout::Contiguous,
+        ],
+        precision: Precision::F32,
+        fusion: false,
+        tracked: [false; 3],
+    }];
+    for case in &cases {
+        check_case(case);
+    }
+}
