@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example quickstart
-//! BURN_DEVICE=cuda cargo run --release --features cuda --example quickstart
+//! BURN_DEVICE=cuda cargo run --release --features cuda,autotune --example quickstart
 //! ```
 //!
 //! Options (environment): `FMAR_QUICKSTART_SHAPE=b,m,k,n` (default `8,256,512,256`) and
