@@ -13,7 +13,14 @@ use fmar_tests::{
 };
 
 /// Checks `op`'s forward and gradients against the f64 reference.
-fn check_against_f64(op: Op, name: &str, problem: &Problem, precision: Precision, seed: u64) {
+fn check_against_f64(
+    op: Op,
+    name: &str,
+    problem: &Problem,
+    precision: Precision,
+    tolerances: Tolerances,
+    seed: u64,
+) {
     let device = Device::default();
     let mut rng = Rng::seeded(seed ^ 0x5eed);
     let grad_output = HostTensor::random(&problem.output.shape, &mut rng, precision);
@@ -31,7 +38,7 @@ fn check_against_f64(op: Op, name: &str, problem: &Problem, precision: Precision
     check_outcome(
         &what,
         problem,
-        Tolerances::new(precision, tf32_matmuls()),
+        tolerances,
         &grad_output,
         &outcome,
         [true; 3],
@@ -61,12 +68,21 @@ fn check_all(precision: Precision) {
         let mut rng = Rng::fresh();
         let out = fmar_tests::reference::output_shape(&lhs, &rhs);
         let problem = Problem::random(&lhs, &rhs, &out, &mut rng, precision);
-        check_against_f64(matmul_add_relu, "fmar", &problem, precision, rng.seed());
+        let tf32 = tf32_matmuls();
+        check_against_f64(
+            matmul_add_relu,
+            "fmar",
+            &problem,
+            precision,
+            Tolerances::new(precision, tf32),
+            rng.seed(),
+        );
         check_against_f64(
             matmul_add_relu_reference,
             "burn reference",
             &problem,
             precision,
+            Tolerances::reference(precision, tf32),
             rng.seed(),
         );
     }

@@ -461,7 +461,7 @@ fn reference_accepts_the_same_broadcast_bias() {
         "reference nd",
         &out,
         &problem.output.data,
-        Tolerance::for_precision(Precision::F32),
+        Tolerances::reference(Precision::F32, tf32_matmuls()).forward,
         scale,
         rng.seed(),
     );
