@@ -233,8 +233,14 @@ fn random_cases_match_the_f64_reference() {
         .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))
         .collect();
     for_random_cases(48, precisions, |case| {
-        tally(format!("{:?} fusion={}", case.precision, case.fusion));
         check_case(case);
+        // Which kernel variant ran (`FMAR_KERNEL` pins one; otherwise fmar's own choice).
+        let variant =
+            fmar::kernel::last_launched_variant().map_or("none".into(), |v| v.to_string());
+        tally(format!(
+            "{:?} fusion={} variant={variant}",
+            case.precision, case.fusion
+        ));
     });
     // Shown with `--nocapture`: the case mix behind a pass.
     println!(
@@ -286,22 +292,40 @@ fn zero_size_dims() {
 /// Cases the random search found, kept so that they run every time.
 #[test]
 fn regressions() {
-    let cases = [Case {
-        lhs: vec![1, 0],
-        rhs: vec![0, 12],
-        bias: vec![1, 1],
-        layouts: [
-            Layout::Contiguous,
-            Layout::Sliced {
-                pad: [1, 2],
-                offset: [0, 0],
-            },
-            Layout::Contiguous,
-        ],
-        precision: Precision::F32,
-        fusion: false,
-        tracked: [false; 3],
-    }];
+    let cases = [
+        Case {
+            lhs: vec![1, 0],
+            rhs: vec![0, 1],
+            bias: vec![1, 1],
+            layouts: [
+                Layout::Contiguous,
+                Layout::Sliced {
+                    pad: [2, 2],
+                    offset: [0, 0],
+                },
+                Layout::Contiguous,
+            ],
+            precision: Precision::F32,
+            fusion: false,
+            tracked: [false, false, true],
+        },
+        Case {
+            lhs: vec![1, 0],
+            rhs: vec![0, 12],
+            bias: vec![1, 1],
+            layouts: [
+                Layout::Contiguous,
+                Layout::Sliced {
+                    pad: [1, 2],
+                    offset: [0, 0],
+                },
+                Layout::Contiguous,
+            ],
+            precision: Precision::F32,
+            fusion: false,
+            tracked: [false; 3],
+        },
+    ];
     for case in &cases {
         check_case(case);
     }

@@ -182,6 +182,16 @@ fn check_inputs<const D: usize, const B: usize>(
     Ok(())
 }
 
+/// The kernel variants, and control over which one runs (for experiments and benchmarks).
+///
+/// By default fmar picks the variant itself: by measurement with the `autotune` feature
+/// (cached per dtype, size and layout), by a heuristic without it. `FMAR_KERNEL=<name>` or
+/// [`force_variant`](kernel::force_variant) pins one; a pinned variant that cannot run a problem
+/// on the device falls back to the default choice.
+pub mod kernel {
+    pub use fmar_kernel::{Routine, Variant, force_variant, forced_variant, last_launched_variant};
+}
+
 /// Counters that show which code path ran.
 pub mod diagnostics {
     /// How many fused forwards this process has handed to fmar's kernel.

@@ -158,13 +158,18 @@ fn zeros_like<B: Backend>(like: &FloatTensor<B>, shape: Shape) -> FloatTensor<B>
     B::float_from_data(data, &like.device())
 }
 
-/// `lhs @ rhs` with batch broadcasting; zeros when the inner dim is 0, without a launch.
+/// `lhs @ rhs` with batch broadcasting. When either operand is empty (the inner dim is 0, or
+/// the product itself is empty) the result is zeros of the product's shape, made without a
+/// matmul launch: Burn's matmul is not safe on empty operands.
 fn matmul_or_zeros<B: Backend>(lhs: FloatTensor<B>, rhs: FloatTensor<B>) -> FloatTensor<B> {
     let (lhs_shape, rhs_shape) = (lhs.shape(), rhs.shape());
-    let rank = lhs_shape.num_dims();
-    if lhs_shape[rank - 1] == 0 {
+    if lhs_shape.num_elements() == 0 || rhs_shape.num_elements() == 0 {
+        let rank = lhs_shape.num_dims();
         let mut shape: Vec<usize> = (0..rank - 2)
-            .map(|dim| lhs_shape[dim].max(rhs_shape[dim]))
+            .map(|dim| match (lhs_shape[dim], rhs_shape[dim]) {
+                (1, other) | (other, 1) => other,
+                (same, _) => same,
+            })
             .collect();
         shape.extend([lhs_shape[rank - 2], rhs_shape[rank - 1]]);
         return zeros_like::<B>(&lhs, Shape::from(shape));

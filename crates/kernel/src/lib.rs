@@ -23,14 +23,76 @@
 //! kernel that would read out of bounds.
 #![allow(unsafe_code)] // `launch_unchecked`: every index is validated on the host before launch.
 
+mod accelerated;
 mod naive;
+mod selection;
+mod tiled;
 
 use cubecl::client::Client;
 use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::*;
 use std::fmt;
 
+pub use accelerated::Routine;
 pub use naive::NAIVE_TILE;
+pub use selection::{force_variant, forced_variant, last_launched_variant};
+
+/// One implementation of the launch contract. Every variant computes the same function (each
+/// passes the same tests); they differ in speed, by shape, dtype and device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// The seed's instructional kernel: one unit per output, operands read from global memory.
+    /// Kept as the baseline.
+    Naive,
+    /// Shared-memory tiles (64 x 64 x 16) with a 4 x 4 register block per unit, for every
+    /// runtime (no tensor cores).
+    Tiled,
+    /// A cubek-matmul routine (tensor cores where the device has them) carrying fmar's
+    /// epilogue: the bias loaded as the accumulator, the ReLU applied on write.
+    Accelerated(Routine),
+}
+
+impl Variant {
+    /// Every variant, baseline first.
+    pub const ALL: [Variant; 8] = [
+        Variant::Naive,
+        Variant::Tiled,
+        Variant::Accelerated(Routine::SimpleCmma),
+        Variant::Accelerated(Routine::SimpleMma),
+        Variant::Accelerated(Routine::DoubleCmma),
+        Variant::Accelerated(Routine::DoubleMma),
+        Variant::Accelerated(Routine::SimpleUnit),
+        Variant::Accelerated(Routine::DoubleUnit),
+    ];
+
+    /// The variant's name, as `FMAR_KERNEL` and the benchmark spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Naive => "naive",
+            Variant::Tiled => "tiled",
+            Variant::Accelerated(routine) => routine.name(),
+        }
+    }
+
+    /// The variant `name` spells, if any.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Self::ALL.into_iter().find(|variant| variant.name() == name)
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// ReLU exactly as Burn's reference computes it (`x <= 0` is filled with `+0`): NaN passes
+/// through (`NaN <= 0` is false) and `-0` becomes `+0`. A hardware `max` would leave NaN to the
+/// backend's whim.
+#[cube]
+pub(crate) fn relu(x: f32) -> f32 {
+    select(x <= 0.0, 0.0, x)
+}
 
 /// The tensors of one fused launch, laid out as the [crate-level contract](crate) says.
 #[derive(Debug)]
@@ -47,6 +109,7 @@ pub struct Operands {
 
 /// Why [`launch`] refused to launch: the operands break the [launch contract](crate).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LaunchError {
     /// An operand's rank differs from the output's, or the output has fewer than two dims.
     Rank {
@@ -77,6 +140,14 @@ pub enum LaunchError {
     UnsupportedDtype {
         /// The dtype, as cubecl names it.
         dtype: String,
+    },
+    /// The variant cannot run this problem on this device (no tensor cores, a tile that does
+    /// not fit, ...). Nothing was launched; another variant can run it.
+    Unavailable {
+        /// The variant that refused.
+        variant: Variant,
+        /// cubek's reason.
+        reason: String,
     },
     /// An operand's strides reach past the end of its buffer.
     OutOfBounds {
@@ -121,6 +192,10 @@ impl fmt::Display for LaunchError {
                 f,
                 "fused matmul kernel: dtype {dtype} is not supported (expected f32, f16 or bf16)"
             ),
+            Self::Unavailable { variant, reason } => write!(
+                f,
+                "fused matmul kernel: variant {variant} cannot run here: {reason}"
+            ),
             Self::OutOfBounds {
                 operand,
                 shape,
@@ -139,13 +214,52 @@ impl std::error::Error for LaunchError {}
 
 /// Launches the fused `relu(lhs @ rhs + bias)` kernel on `client`'s device.
 ///
+/// The variant is the forced one ([`force_variant`], or `FMAR_KERNEL` naming a
+/// [`Variant::name`]); else, with the `autotune` feature, the fastest by measurement for this
+/// dtype, size and layout (measured once per process and cached); else a heuristic (a
+/// tensor-core routine for large problems where the device has tensor cores, the tiled kernel
+/// otherwise).
+///
 /// The work is queued, not awaited: the output is ready once the client's stream reaches it.
 /// Returns an error, and launches nothing, when `operands` break the [launch contract](crate).
 /// An output with no elements launches nothing.
 pub fn launch(client: &Client, operands: Operands, dtype: ElemType) -> Result<(), LaunchError> {
     check_dtype(dtype)?;
     check_operands(&operands, dtype.size())?;
-    naive::launch(client, operands, dtype);
+    selection::launch_selected(client, operands, dtype)
+}
+
+/// [`launch`] with the given [`Variant`], for experiments and benchmarks.
+pub fn launch_variant(
+    client: &Client,
+    mut operands: Operands,
+    dtype: ElemType,
+    variant: Variant,
+) -> Result<(), LaunchError> {
+    check_dtype(dtype)?;
+    check_operands(&operands, dtype.size())?;
+    let out_len: usize = operands.out.shape.iter().product();
+    if out_len == 0 {
+        return Ok(());
+    }
+    let rank = operands.out.shape.len();
+    if operands.lhs.shape[rank - 1] == 0 {
+        // k = 0: `lhs` and `rhs` are empty and never read, but cubecl cannot bind an empty view
+        // (its offsets can pass the buffer's end). Bind the bias buffer in their place; their
+        // shapes, which say k = 0, are kept.
+        operands.lhs.handle = operands.bias.handle.clone();
+        operands.rhs.handle = operands.bias.handle.clone();
+    }
+    match variant {
+        Variant::Naive => naive::launch(client, operands, dtype),
+        Variant::Tiled => tiled::launch(client, operands, dtype),
+        Variant::Accelerated(routine) => accelerated::launch(client, operands, dtype, routine)
+            .map_err(|error| LaunchError::Unavailable {
+                variant,
+                reason: format!("{error:?}"),
+            })?,
+    }
+    selection::record_launch(variant);
     Ok(())
 }
 

@@ -1,0 +1,247 @@
+//! Which variant [`launch`](crate::launch) runs: a forced one (`FMAR_KERNEL`, or
+//! [`force_variant`]), else the fastest by measurement (cubecl's autotune, with this crate's
+//! `autotune` feature), else a heuristic.
+
+use crate::{LaunchError, Operands, Routine, Variant, launch_variant};
+use cubecl::client::Client;
+use cubecl::ir::ElemType;
+use cubecl::prelude::TensorBinding;
+use std::sync::RwLock;
+
+/// `None`: not read yet; `Some(None)`: no forced variant.
+static FORCED: RwLock<Option<Option<Variant>>> = RwLock::new(None);
+
+/// The variant of the last successful launch in this process.
+static LAST: RwLock<Option<Variant>> = RwLock::new(None);
+
+/// The variant that ran the last successful launch in this process: after the first calls on a
+/// shape, the one autotune settled on (while tuning, candidates run in turn).
+pub fn last_launched_variant() -> Option<Variant> {
+    *LAST.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) fn record_launch(variant: Variant) {
+    *LAST
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(variant);
+}
+
+/// Forces every later [`launch`](crate::launch) in this process to use `variant` (`None` goes
+/// back to autotune or the heuristic). Overrides `FMAR_KERNEL`.
+pub fn force_variant(variant: Option<Variant>) {
+    *FORCED
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(variant);
+}
+
+/// The forced variant, if any: [`force_variant`]'s, else `FMAR_KERNEL`'s (a [`Variant::name`]).
+///
+/// # Panics
+///
+/// When `FMAR_KERNEL` names no variant, listing the names that exist.
+pub fn forced_variant() -> Option<Variant> {
+    if let Some(forced) = *FORCED
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    {
+        return forced;
+    }
+    let from_env = std::env::var("FMAR_KERNEL").ok().map(|name| {
+        Variant::from_name(&name).unwrap_or_else(|| {
+            let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+            panic!("FMAR_KERNEL={name} names no fmar kernel variant; one of {names:?}")
+        })
+    });
+    *FORCED
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(from_env);
+    from_env
+}
+
+pub(crate) fn launch_selected(
+    client: &Client,
+    operands: Operands,
+    dtype: ElemType,
+) -> Result<(), LaunchError> {
+    if let Some(variant) = forced_variant() {
+        // A forced variant that cannot run this problem here (no tensor cores, say) falls back
+        // to the normal choice rather than fail the user's operation; `last_launched_variant`
+        // tells which ran.
+        match launch_variant(client, operands.clone(), dtype, variant) {
+            Err(LaunchError::Unavailable { .. }) => {}
+            other => return other,
+        }
+    }
+    #[cfg(feature = "autotune")]
+    {
+        autotune::launch(client, operands, dtype)
+    }
+    #[cfg(not(feature = "autotune"))]
+    {
+        launch_heuristic(client, operands, dtype)
+    }
+}
+
+/// Without autotune: a tensor-core routine for problems big enough to feed it, when the device
+/// has tensor cores for the dtype; the tiled kernel otherwise, and whenever the routine refuses.
+#[cfg_attr(feature = "autotune", allow(dead_code))]
+fn launch_heuristic(
+    client: &Client,
+    operands: Operands,
+    dtype: ElemType,
+) -> Result<(), LaunchError> {
+    let dims = Dims::of(&operands);
+    if dims.m * dims.n * dims.k >= 1 << 18 && has_tensor_cores(client, dtype) {
+        match launch_variant(
+            client,
+            operands.clone(),
+            dtype,
+            Variant::Accelerated(Routine::DoubleMma),
+        ) {
+            Err(LaunchError::Unavailable { .. }) => {}
+            other => return other,
+        }
+    }
+    launch_variant(client, operands, dtype, Variant::Tiled)
+}
+
+fn has_tensor_cores(client: &Client, dtype: ElemType) -> bool {
+    let features = &client.properties().features.matmul;
+    features
+        .mma
+        .iter()
+        .chain(features.cmma.iter())
+        .any(|config| config.a_type == dtype)
+}
+
+/// The problem's sizes and layout, as the tuner keys them.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    m: usize,
+    n: usize,
+    k: usize,
+    #[cfg_attr(not(feature = "autotune"), allow(dead_code))]
+    batch: usize,
+}
+
+impl Dims {
+    fn of(operands: &Operands) -> Self {
+        let shape = &operands.out.shape;
+        let rank = shape.len();
+        let (m, n) = (shape[rank - 2], shape[rank - 1]);
+        let k = operands.lhs.shape[rank - 1];
+        let batch = shape[..rank - 2].iter().product();
+        Self { m, n, k, batch }
+    }
+}
+
+#[cfg_attr(not(feature = "autotune"), allow(dead_code))]
+/// Whether `binding`'s last dim is contiguous (stride 1): row-major for `lhs`/`rhs`, or a bias
+/// that can be read in vectors along the output's rows.
+fn last_dim_contiguous(binding: &TensorBinding) -> bool {
+    let rank = binding.shape.len();
+    binding.strides[rank - 1] == 1 || binding.shape[rank - 1] <= 1
+}
+
+impl Clone for Operands {
+    fn clone(&self) -> Self {
+        Operands {
+            lhs: self.lhs.clone(),
+            rhs: self.rhs.clone(),
+            bias: self.bias.clone(),
+            out: self.out.clone(),
+        }
+    }
+}
+
+#[cfg(feature = "autotune")]
+mod autotune {
+    use super::*;
+    use cubecl::tune::{LocalTuner, Tunable, TunableSet, local_tuner};
+    use cubecl::{AutotuneKey, CubeTuneId};
+    use serde::{Deserialize, Serialize};
+
+    /// What the tuner keys a choice by: the dtype, the sizes (rounded to powers of two) and which
+    /// operands are row-major.
+    #[derive(Hash, Eq, PartialEq, Debug, Clone, Serialize, Deserialize, AutotuneKey)]
+    pub(super) struct FusedKey {
+        dtype: String,
+        #[autotune(anchor)]
+        m: usize,
+        #[autotune(anchor)]
+        n: usize,
+        #[autotune(anchor)]
+        k: usize,
+        #[autotune(anchor)]
+        batch: usize,
+        lhs_row_major: bool,
+        rhs_row_major: bool,
+        bias_row_contiguous: bool,
+    }
+
+    /// One launch, as the tuner replays it: every candidate writes the whole output.
+    #[derive(Clone)]
+    struct Launch {
+        client: Client,
+        operands: Operands,
+        dtype: ElemType,
+    }
+
+    fn key(launch: &Launch) -> FusedKey {
+        let dims = Dims::of(&launch.operands);
+        FusedKey::new(
+            format!("{:?}", launch.dtype),
+            dims.m,
+            dims.n,
+            dims.k,
+            dims.batch,
+            last_dim_contiguous(&launch.operands.lhs),
+            last_dim_contiguous(&launch.operands.rhs),
+            last_dim_contiguous(&launch.operands.bias),
+        )
+    }
+
+    /// The candidates: every variant but the naive baseline, which never wins.
+    const CANDIDATES: [Variant; 7] = [
+        Variant::Tiled,
+        Variant::Accelerated(Routine::SimpleCmma),
+        Variant::Accelerated(Routine::SimpleMma),
+        Variant::Accelerated(Routine::DoubleCmma),
+        Variant::Accelerated(Routine::DoubleMma),
+        Variant::Accelerated(Routine::SimpleUnit),
+        Variant::Accelerated(Routine::DoubleUnit),
+    ];
+
+    pub(super) fn launch(
+        client: &Client,
+        operands: Operands,
+        dtype: ElemType,
+    ) -> Result<(), LaunchError> {
+        static TUNER: LocalTuner<FusedKey, CubeTuneId> = local_tuner!("fmar-fused-matmul");
+        let device = cubecl::Device::from_id(client.service_id().device);
+        let tune_id = CubeTuneId::new(client, &device);
+        let tunables = TUNER.init(&tune_id, || {
+            let mut set = TunableSet::<FusedKey, Launch, ()>::new_cloning_inputs(key);
+            for variant in CANDIDATES {
+                // A candidate that cannot run this problem here returns an error, and the tuner
+                // skips it; the tiled kernel always runs, so the set never comes up empty.
+                set = set.with(Tunable::new(variant.name(), move |launch: Launch| {
+                    launch_variant(&launch.client, launch.operands, launch.dtype, variant)
+                        .map_err(|error| error.to_string())
+                }));
+            }
+            set
+        });
+        TUNER.execute(
+            &tune_id,
+            client,
+            tunables,
+            Launch {
+                client: client.clone(),
+                operands,
+                dtype,
+            },
+        );
+        Ok(())
+    }
+}
