@@ -28,6 +28,9 @@ use cubek_matmul::multi_level::routines::batch::double_buffering::{
     CyclicDoubleBufferingAlgorithm, DoubleBufferingArgs,
 };
 use cubek_matmul::multi_level::routines::batch::double_unit::DoubleUnitAlgorithm;
+use cubek_matmul::multi_level::routines::batch::ordered_double_buffering::{
+    OrderedDoubleBufferingAlgorithm, OrderedSelectionArgs,
+};
 use cubek_matmul::multi_level::routines::batch::simple::{SimpleAlgorithm, SimpleArgs};
 use cubek_matmul::multi_level::routines::batch::simple_unit::SimpleUnitAlgorithm;
 use cubek_matmul::multi_level::{BatchMatmulRoutine, launch_kernel};
@@ -44,6 +47,18 @@ pub enum Routine {
     DoubleCmma,
     /// Double-buffered stages, `mma.sync`.
     DoubleMma,
+    /// One stage, several rows per plane, `cmma`.
+    SimpleMultiRowsCmma,
+    /// One stage, several rows per plane, `mma.sync`.
+    SimpleMultiRowsMma,
+    /// Double-buffered with ordered loading, `cmma`.
+    OrderedDoubleCmma,
+    /// Double-buffered with ordered loading, `mma.sync`.
+    OrderedDoubleMma,
+    /// Double-buffered with loader/computer plane specialization, `cmma`.
+    SpecializedDoubleCmma,
+    /// Double-buffered with loader/computer plane specialization, `mma.sync`.
+    SpecializedDoubleMma,
     /// One stage, no tensor cores (unit matmul): runs everywhere, lavapipe included.
     SimpleUnit,
     /// Double-buffered, no tensor cores.
@@ -52,11 +67,17 @@ pub enum Routine {
 
 impl Routine {
     /// Every routine, tensor-core ones first.
-    pub const ALL: [Routine; 6] = [
+    pub const ALL: [Routine; 12] = [
         Routine::SimpleCmma,
         Routine::SimpleMma,
         Routine::DoubleCmma,
         Routine::DoubleMma,
+        Routine::SimpleMultiRowsCmma,
+        Routine::SimpleMultiRowsMma,
+        Routine::OrderedDoubleCmma,
+        Routine::OrderedDoubleMma,
+        Routine::SpecializedDoubleCmma,
+        Routine::SpecializedDoubleMma,
         Routine::SimpleUnit,
         Routine::DoubleUnit,
     ];
@@ -68,6 +89,12 @@ impl Routine {
             Routine::SimpleMma => "simple_mma",
             Routine::DoubleCmma => "double_cmma",
             Routine::DoubleMma => "double_mma",
+            Routine::SimpleMultiRowsCmma => "simple_multi_rows_cmma",
+            Routine::SimpleMultiRowsMma => "simple_multi_rows_mma",
+            Routine::OrderedDoubleCmma => "ordered_double_cmma",
+            Routine::OrderedDoubleMma => "ordered_double_mma",
+            Routine::SpecializedDoubleCmma => "specialized_double_cmma",
+            Routine::SpecializedDoubleMma => "specialized_double_mma",
             Routine::SimpleUnit => "simple_unit",
             Routine::DoubleUnit => "double_unit",
         }
@@ -343,26 +370,45 @@ pub(crate) fn launch(
             "k = 0: nothing to multiply".to_string(),
         )));
     }
-    let simple = |tile_matmul| {
+    let simple = |tile_matmul, multi_rows| {
         BlueprintStrategy::Inferred(SimpleArgs {
             tile_matmul,
-            multi_rows: false,
+            multi_rows,
         })
     };
-    let double = |tile_matmul| {
+    let double = |tile_matmul, specialized| {
         BlueprintStrategy::Inferred(DoubleBufferingArgs {
             tile_matmul,
-            specialized: false,
+            specialized,
         })
     };
+    let ordered = |tile_matmul| {
+        BlueprintStrategy::Inferred(OrderedSelectionArgs {
+            tile_matmul,
+            ..Default::default()
+        })
+    };
+    type Simple = SimpleAlgorithm;
+    type Double = CyclicDoubleBufferingAlgorithm;
+    type Ordered = OrderedDoubleBufferingAlgorithm;
     match routine {
-        Routine::SimpleCmma => launch_routine::<SimpleAlgorithm>(client, ops, dtype, &simple(Cmma)),
-        Routine::SimpleMma => launch_routine::<SimpleAlgorithm>(client, ops, dtype, &simple(Mma)),
-        Routine::DoubleCmma => {
-            launch_routine::<CyclicDoubleBufferingAlgorithm>(client, ops, dtype, &double(Cmma))
+        Routine::SimpleCmma => launch_routine::<Simple>(client, ops, dtype, &simple(Cmma, false)),
+        Routine::SimpleMma => launch_routine::<Simple>(client, ops, dtype, &simple(Mma, false)),
+        Routine::DoubleCmma => launch_routine::<Double>(client, ops, dtype, &double(Cmma, false)),
+        Routine::DoubleMma => launch_routine::<Double>(client, ops, dtype, &double(Mma, false)),
+        Routine::SimpleMultiRowsCmma => {
+            launch_routine::<Simple>(client, ops, dtype, &simple(Cmma, true))
         }
-        Routine::DoubleMma => {
-            launch_routine::<CyclicDoubleBufferingAlgorithm>(client, ops, dtype, &double(Mma))
+        Routine::SimpleMultiRowsMma => {
+            launch_routine::<Simple>(client, ops, dtype, &simple(Mma, true))
+        }
+        Routine::OrderedDoubleCmma => launch_routine::<Ordered>(client, ops, dtype, &ordered(Cmma)),
+        Routine::OrderedDoubleMma => launch_routine::<Ordered>(client, ops, dtype, &ordered(Mma)),
+        Routine::SpecializedDoubleCmma => {
+            launch_routine::<Double>(client, ops, dtype, &double(Cmma, true))
+        }
+        Routine::SpecializedDoubleMma => {
+            launch_routine::<Double>(client, ops, dtype, &double(Mma, true))
         }
         Routine::SimpleUnit => launch_routine::<SimpleUnitAlgorithm>(
             client,

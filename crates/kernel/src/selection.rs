@@ -202,15 +202,9 @@ mod autotune {
     }
 
     /// The candidates: every variant but the naive baseline, which never wins.
-    const CANDIDATES: [Variant; 7] = [
-        Variant::Tiled,
-        Variant::Accelerated(Routine::SimpleCmma),
-        Variant::Accelerated(Routine::SimpleMma),
-        Variant::Accelerated(Routine::DoubleCmma),
-        Variant::Accelerated(Routine::DoubleMma),
-        Variant::Accelerated(Routine::SimpleUnit),
-        Variant::Accelerated(Routine::DoubleUnit),
-    ];
+    fn candidates() -> impl Iterator<Item = Variant> {
+        Variant::ALL.into_iter().filter(|v| *v != Variant::Naive)
+    }
 
     pub(super) fn launch(
         client: &Client,
@@ -222,7 +216,7 @@ mod autotune {
         let tune_id = CubeTuneId::new(client, &device);
         let tunables = TUNER.init(&tune_id, || {
             let mut set = TunableSet::<FusedKey, Launch, ()>::new_cloning_inputs(key);
-            for variant in CANDIDATES {
+            for variant in candidates() {
                 // A candidate that cannot run this problem here returns an error, and the tuner
                 // skips it; the tiled kernel always runs, so the set never comes up empty.
                 set = set.with(Tunable::new(variant.name(), move |launch: Launch| {

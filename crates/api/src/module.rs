@@ -1,0 +1,115 @@
+//! [`FusedLinearRelu`]: `relu(linear(x))` as one fused operation, a drop-in for Burn's
+//! `Linear` followed by `Relu`, with the same config and the same record.
+
+use burn::config::Config;
+use burn::module::{Module, Param};
+use burn::nn::{Initializer, Linear, LinearConfig, LinearLayout};
+use burn::tensor::{Device, Tensor};
+
+/// Configuration of a [`FusedLinearRelu`]: the fields of Burn's `LinearConfig`, with the same
+/// defaults, so a `LinearConfig` converts into one ([`From`]) and back.
+#[derive(Config, Debug)]
+pub struct FusedLinearReluConfig {
+    /// The size of the input features.
+    pub d_input: usize,
+    /// The size of the output features.
+    pub d_output: usize,
+    /// Whether a bias is added before the ReLU.
+    #[config(default = true)]
+    pub bias: bool,
+    /// How the parameters are initialized (Burn's `Linear` default).
+    #[config(
+        default = "Initializer::KaimingUniform{gain: 1.0 / 3.0f64.sqrt(), fan_out_only: false}"
+    )]
+    pub initializer: Initializer,
+    /// The layout the weight is stored in (Burn's `LinearLayout`).
+    #[config(default = "LinearLayout::Row")]
+    pub layout: LinearLayout,
+}
+
+impl FusedLinearReluConfig {
+    /// The equivalent Burn `LinearConfig`.
+    pub fn to_linear(&self) -> LinearConfig {
+        LinearConfig::new(self.d_input, self.d_output)
+            .with_bias(self.bias)
+            .with_initializer(self.initializer.clone())
+            .with_layout(self.layout)
+    }
+
+    /// A new [`FusedLinearRelu`], initialized as Burn's `Linear` would be.
+    pub fn init(&self, device: &Device) -> FusedLinearRelu {
+        self.to_linear().init(device).into()
+    }
+}
+
+impl From<LinearConfig> for FusedLinearReluConfig {
+    fn from(config: LinearConfig) -> Self {
+        Self::new(config.d_input, config.d_output)
+            .with_bias(config.bias)
+            .with_initializer(config.initializer)
+            .with_layout(config.layout)
+    }
+}
+
+/// `relu(x @ weight + bias)` in one fused kernel: Burn's `Linear` then `Relu`, in one module.
+///
+/// Its fields are `Linear`'s (`weight` `[d_input, d_output]`, optional `bias` `[d_output]`), so a
+/// record saved from a `Linear` loads into a `FusedLinearRelu` and back, and [`From`] converts
+/// between the two modules.
+///
+/// ```no_run
+/// use burn::tensor::{Device, Distribution, Tensor};
+/// use fmar::{FusedLinearRelu, FusedLinearReluConfig};
+///
+/// let device = Device::default();
+/// let layer: FusedLinearRelu = FusedLinearReluConfig::new(32, 16).init(&device);
+/// let x = Tensor::<3>::random([8, 10, 32], Distribution::Default, &device);
+/// let y = layer.forward(x); // relu(linear(x)), one kernel
+/// assert_eq!(y.dims(), [8, 10, 16]);
+/// ```
+#[derive(Module, Debug)]
+pub struct FusedLinearRelu {
+    /// `[d_input, d_output]`, as in Burn's `Linear`.
+    pub weight: Param<Tensor<2>>,
+    /// `[d_output]`, as in Burn's `Linear`.
+    pub bias: Option<Param<Tensor<1>>>,
+}
+
+impl FusedLinearRelu {
+    /// `relu(input @ weight + bias)` for an input `[..., d_input]` of any rank `D >= 2`; the
+    /// output is `[..., d_output]`. Differentiable.
+    ///
+    /// # Panics
+    ///
+    /// When the input's last dim is not `d_input`, or its dtype or device differs from the
+    /// parameters', with [`Error`](crate::Error)'s message.
+    pub fn forward<const D: usize>(&self, input: Tensor<D>) -> Tensor<D> {
+        let weight = self.weight.val().unsqueeze::<D>();
+        match &self.bias {
+            Some(bias) => crate::matmul_add_relu_nd(input, weight, bias.val()),
+            None => {
+                // fmar always adds a bias; a one-element zero broadcasts for free.
+                let zero = Tensor::<1>::zeros([1], (&input.device(), input.dtype()));
+                crate::matmul_add_relu_nd(input, weight, zero)
+            }
+        }
+    }
+}
+
+impl From<Linear> for FusedLinearRelu {
+    fn from(linear: Linear) -> Self {
+        Self {
+            weight: linear.weight,
+            bias: linear.bias,
+        }
+    }
+}
+
+impl From<FusedLinearRelu> for Linear {
+    fn from(layer: FusedLinearRelu) -> Self {
+        Linear {
+            weight: layer.weight,
+            bias: layer.bias,
+        }
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The benchmark on the lent H200 (see ../shared/gpu/README.md): one process per dtype, so that
+# a failure in one cannot poison the others; f32 twice, with TF32 allowed (cubek's default) and
+# strict (a cubek.toml with allow_tf32 = false in the working directory). Results land in $OUT.
+#
+# Carried: .gpu/bench.xz. Environment: PART (half: bf16 and f16; f32: TF32 and strict) and
+# BUDGET_MS (time per candidate, default 200).
+set -uo pipefail
+out=/tmp/bench-out
+mkdir -p "$out"
+gpu=$(cd "$(dirname "$0")/../.gpu" && pwd)
+cd "$gpu" || exit 1
+xz -dkf bench.xz && chmod +x bench
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+export BURN_DEVICE=cuda RUST_BACKTRACE=1
+budget=${BUDGET_MS:-200}
+run() { # name, limit, directory, then arguments
+    local name=$1 limit=$2 dir=$3; shift 3
+    mkdir -p "$dir"
+    local start=$(date +%s)
+    (cd "$dir" && timeout "$limit" "$gpu/bench" --budget-ms "$budget" --json "$out/$name.json" "$@") \
+        > "$out/$name.md" 2> "$out/$name.err"
+    echo "=== $name: exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
+}
+case "${PART:-half}" in
+half)
+    run bf16 250 "$gpu" --dtype bf16
+    run f16 250 "$gpu" --dtype f16
+    ;;
+f32)
+    run f32_tf32 170 "$gpu" --dtype f32
+    mkdir -p "$gpu/strict" && printf '[matmul]\nallow_tf32 = false\n' > "$gpu/strict/cubek.toml"
+    run f32_strict 90 "$gpu/strict" --dtype f32 --no-variants --no-backward
+    ;;
+esac
+cat "$out/summary.txt"
+grep -h "| forward" "$out"/*.md | grep -E "burn reference|fmar \||fmar naive" | head -80
+# The device tool returns at most 8 files: pack everything into one.
+tar czf "$OUT/bench-results.tgz" -C "$out" . 2>/dev/null
