@@ -27,8 +27,14 @@ half)
     run bf16 250 "$gpu" --dtype bf16
     run f16 250 "$gpu" --dtype f16
     ;;
+bf16-f32)
+    run bf16 170 "$gpu" --dtype bf16
+    run f32_tf32 150 "$gpu" --dtype f32
+    ;;
 f32)
-    run f32_tf32 170 "$gpu" --dtype f32
+    run f32_tf32 150 "$gpu" --dtype f32
+    ;;
+f32-strict)
     mkdir -p "$gpu/strict" && printf '[matmul]\nallow_tf32 = false\n' > "$gpu/strict/cubek.toml"
     run f32_strict 90 "$gpu/strict" --dtype f32 --no-variants --no-backward
     ;;

@@ -39,6 +39,9 @@ struct Options {
     backward: bool,
     variants: bool,
     json: Option<String>,
+    /// Measure only this variant (pinned), checked against the tiled kernel: a probe that runs
+    /// no autotune and no reference path.
+    only: Option<Variant>,
 }
 
 fn options() -> Options {
@@ -49,6 +52,7 @@ fn options() -> Options {
         backward: true,
         variants: true,
         json: None,
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -79,6 +83,11 @@ fn options() -> Options {
             "--no-backward" => options.backward = false,
             "--no-variants" => options.variants = false,
             "--json" => options.json = Some(value()),
+            "--only" => {
+                let name = value();
+                options.only =
+                    Some(Variant::from_name(&name).unwrap_or_else(|| panic!("no variant {name}")));
+            }
             other => panic!("unknown option {other}"),
         }
     }
@@ -133,7 +142,15 @@ fn main() {
 
         // Every candidate's output is compared with the reference's: a fast wrong answer is
         // no answer.
-        let expected = forward(true).into_data().convert::<f64>();
+        let expected = match options.only {
+            Some(_) => {
+                force_variant(Some(Variant::Tiled));
+                let out = forward(false).into_data().convert::<f64>();
+                force_variant(None);
+                out
+            }
+            None => forward(true).into_data().convert::<f64>(),
+        };
         let mut measure = |candidate: String, reference: bool, forced: Option<Variant>| {
             eprintln!("{shape:?} forward {candidate} ...");
             force_variant(forced);
@@ -172,6 +189,11 @@ fn main() {
             print_row(dtype, &rows, rows.len() - 1);
         };
 
+        if let Some(variant) = options.only {
+            measure(format!("fmar {variant}"), false, Some(variant));
+            force_variant(None);
+            continue;
+        }
         measure("burn reference".into(), true, None);
         measure("fmar".into(), false, None);
         if options.variants {

@@ -353,6 +353,27 @@ impl<E: CubePrimitive> ViewOperationsMutExpand<E, BatchedCoords> for ReluViewExp
     }
 }
 
+/// Combinations seen to fail at run time rather than be refused up front, so fmar refuses them
+/// itself: a fault that poisons the device is no candidate to measure.
+///
+/// Seen on an H200 through CUDA/NVRTC (2026-11-30, `docs/runs/2026-11-30-h200-{4,5,6}`): the
+/// plane-specialized double-buffered routines stop the device with "illegal instruction" (CUDA
+/// error 715) in bf16 and "illegal address" (700) in bf16 and f32; the unit routines in bf16 fail
+/// their launch with "too many resources requested". Every other routine ran correctly.
+fn known_fault(routine: Routine, dtype: ElemType) -> Option<&'static str> {
+    use cubecl::ir::FloatKind;
+    let half = matches!(dtype, ElemType::Float(FloatKind::F16 | FloatKind::BF16));
+    match routine {
+        Routine::SpecializedDoubleCmma | Routine::SpecializedDoubleMma => {
+            Some("plane-specialized routines fault the device (CUDA error 715/700 on an H200)")
+        }
+        Routine::SimpleUnit | Routine::DoubleUnit if half => {
+            Some("unit routines in half precision fail their launch (too many resources)")
+        }
+        _ => None,
+    }
+}
+
 /// Launches `routine` on `ops`. Fails (launching nothing) when the device lacks what the
 /// routine needs, or the problem does not fit it.
 pub(crate) fn launch(
@@ -362,6 +383,11 @@ pub(crate) fn launch(
     routine: Routine,
 ) -> Result<(), MatmulSetupError> {
     use TileMatmulKind::{Cmma, Mma};
+    if let Some(reason) = known_fault(routine, dtype) {
+        return Err(MatmulSetupError::InvalidConfig(Box::new(
+            reason.to_string(),
+        )));
+    }
     let rank = ops.lhs.shape.len();
     if ops.lhs.shape[rank - 1] == 0 {
         // k = 0 leaves nothing to multiply: the output is relu(bias), which the other variants

@@ -84,6 +84,8 @@ pub(crate) fn launch_selected(
 
 /// Without autotune: a tensor-core routine for problems big enough to feed it, when the device
 /// has tensor cores for the dtype; the tiled kernel otherwise, and whenever the routine refuses.
+/// (On an H200 the multi-row `mma.sync` routine was the fastest fmar variant at 4096³ in f32
+/// (TF32) and bf16, and the tiled kernel the fastest at 64 x 128³: `BENCHMARKS.md`.)
 #[cfg_attr(feature = "autotune", allow(dead_code))]
 fn launch_heuristic(
     client: &Client,
@@ -91,12 +93,12 @@ fn launch_heuristic(
     dtype: ElemType,
 ) -> Result<(), LaunchError> {
     let dims = Dims::of(&operands);
-    if dims.m * dims.n * dims.k >= 1 << 18 && has_tensor_cores(client, dtype) {
+    if dims.m * dims.n * dims.k >= 1 << 27 && has_tensor_cores(client, dtype) {
         match launch_variant(
             client,
             operands.clone(),
             dtype,
-            Variant::Accelerated(Routine::DoubleMma),
+            Variant::Accelerated(Routine::SimpleMultiRowsMma),
         ) {
             Err(LaunchError::Unavailable { .. }) => {}
             other => return other,
