@@ -31,6 +31,21 @@ TORCH = {
 CANDIDATES = [("burn reference", "#888888"), ("fmar", "#d62728"), ("fmar naive", "#1f77b4")]
 
 
+def load_markdown(path):
+    """The bench's Markdown rows (as the device tool printed them) in its JSON's shape."""
+    rows, dtype, device = [], None, "NVIDIA H200 (ptx_sm90)"
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 9 or not cells[0][0].isdigit():
+            continue
+        shape = [int(x) for x in cells[0].split(",")]
+        dtype = cells[1]
+        ms = None if cells[4] == "-" else float(cells[4])
+        tflops = None if cells[5] == "-" else float(cells[5])
+        rows.append({"shape": shape, "pass": cells[2], "candidate": cells[3], "ms": ms, "tflops": tflops})
+    return {"dtype": dtype, "device": device, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+")
@@ -38,9 +53,8 @@ def main():
     args = parser.parse_args()
     runs = []
     for path in args.files:
-        with open(path) as f:
-            data = json.load(f)
-        label = os.path.splitext(os.path.basename(path))[0]
+        data = load_markdown(path) if path.endswith(".md") else json.load(open(path))
+        label = os.path.splitext(os.path.basename(path))[0].replace("-from-output", "")
         runs.append((label, data))
 
     fig, axes = plt.subplots(len(runs), 1, figsize=(11, 3.6 * len(runs)), squeeze=False)
