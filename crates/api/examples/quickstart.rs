@@ -1,4 +1,5 @@
-//! fmar's main job: forward and backward of `relu(lhs @ rhs + bias)` on the default device,
+//! fmar's main job: forward and backward of `relu(lhs @ rhs + bias)` on the best device
+//! [`fmar::default_device`] finds (CUDA, then wgpu, then the CPU),
 //! checked against Burn's composed reference, with timings.
 //!
 //! ```text
@@ -19,12 +20,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let device = open_default_device();
-    let name = device
-        .identity()
-        .map(|identity| format!("{} ({})", identity.name, identity.fingerprint))
-        .unwrap_or_else(|| "unknown".into());
-    println!("device: {device:?}, {name}");
+    let choice = fmar::default_device();
+    println!("device: {choice}");
+    if choice.runtime == fmar::Runtime::Cpu {
+        println!(
+            "  (no GPU runtime could be opened, so this runs on the CPU. For a GPU: an NVIDIA \
+             card with `--features cuda`, or any GPU through wgpu; without one, Mesa's software \
+             Vulkan driver also works: `apt-get install mesa-vulkan-drivers libvulkan1`)"
+        );
+    }
+    let device = choice.device;
     let [b, m, k, n] = shape;
     println!("shape: lhs [{b}, {m}, {k}], rhs [{b}, {k}, {n}], bias [{b}, {m}, {n}]");
     println!();
@@ -39,29 +44,6 @@ fn main() {
             continue;
         }
         run(&device, shape, dtype, iterations);
-    }
-}
-
-/// The default device, or a message that says what to install when none can be opened.
-fn open_default_device() -> Device {
-    let opened = std::panic::catch_unwind(|| {
-        let device = Device::default();
-        // Opening the device is lazy: touch it so that a missing driver shows up here.
-        let _ = Tensor::<1>::zeros([1], &device).into_data();
-        device
-    });
-    match opened {
-        Ok(device) => device,
-        Err(_) => {
-            eprintln!(
-                "\nfmar: no GPU runtime could be opened on this machine.\n\
-                 - Without a GPU, install Mesa's software Vulkan driver (lavapipe):\n\
-                 \x20   sudo apt-get install -y mesa-vulkan-drivers libvulkan1\n\
-                 - On an NVIDIA GPU, build with `--features cuda` and set BURN_DEVICE=cuda.\n\
-                 - Set BURN_DEVICE to pick another backend Burn was built with."
-            );
-            std::process::exit(2);
-        }
     }
 }
 

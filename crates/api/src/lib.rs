@@ -13,11 +13,15 @@
 //! | [`try_matmul_add_relu`] | same | returns [`Error`] |
 //! | [`matmul_add_relu_nd`] | any rank `D >= 2`, bias of any rank `<= D` (a `Linear` bias is `[n]`) | panics |
 //! | [`try_matmul_add_relu_nd`] | same | returns [`Error`] |
+//! | [`FusedLinearRelu`] | a Burn `Module`, drop-in for `Linear` + `Relu` | panics |
 //!
-//! ```no_run
-//! use burn::tensor::{Device, Distribution, Tensor};
+//! [`default_device`] finds the best device on the machine (CUDA, then wgpu, then the CPU
+//! through Burn's Flex backend, so fmar works with no GPU and no driver).
 //!
-//! let device = Device::default();
+//! ```
+//! use burn::tensor::{Distribution, Tensor};
+//!
+//! let device = fmar::default_device().device; // CUDA, else wgpu, else the CPU
 //! let x = Tensor::<3>::random([2, 64, 32], Distribution::Default, &device);
 //! let w = Tensor::<3>::random([1, 32, 16], Distribution::Default, &device);
 //! let b = Tensor::<1>::random([16], Distribution::Default, &device);
@@ -26,12 +30,17 @@
 //! ```
 
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::{Autodiff, Dispatch, backend_extension, tensor::FloatTensor};
+use burn::backend::{Autodiff, Dispatch, Flex, backend_extension, tensor::FloatTensor};
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
 use fmar_fusion_meta::{output_dtype, output_shape, try_output_dtype, try_output_shape};
 
+pub use device::{DeviceChoice, Runtime, default_device};
 pub use fmar_fusion_meta::{Error, SUPPORTED_DTYPES};
+pub use module::{FusedLinearRelu, FusedLinearReluConfig};
+
+mod device;
+mod module;
 
 /// `Result` with fmar's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
@@ -42,7 +51,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// selection by the tensors' device) and, lazily, for `Fusion<B>`: Fusion records the operation
 /// with the shape and dtype from [`fmar_fusion_meta`] and runs the backend's forward when its
 /// queue executes.
-#[backend_extension(Autodiff, Cube, Fusion)]
+#[backend_extension(Autodiff, Cube, Flex, Fusion)]
 pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
     /// `relu(lhs @ rhs + bias)` on backend primitives. `bias` broadcasts to the output.
     ///
@@ -66,6 +75,19 @@ impl FusedMatmulAddReluBackend for CubeBackend {
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
         fmar_backend_ext::fused_matmul_add_relu(lhs, rhs, bias)
+    }
+}
+
+/// The CPU fallback: Burn's pure-Rust `Flex` backend, where the function is composed from
+/// Flex's own operations (its matmul is a blocked SIMD GEMM; see the README for the measurement
+/// behind this choice).
+impl FusedMatmulAddReluBackend for Flex {
+    fn fused_matmul_add_relu(
+        lhs: FloatTensor<Self>,
+        rhs: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        fmar_backend_ext::composed_matmul_add_relu::<Flex>(lhs, rhs, bias)
     }
 }
 
@@ -126,6 +148,19 @@ pub fn matmul_add_relu_nd<const D: usize, const B: usize>(
 /// Every check runs here, before the operation is dispatched or registered with Fusion, so no
 /// error first appears when the result is read. NaN and infinities follow IEEE arithmetic as in
 /// the reference (see the README).
+///
+/// ```
+/// use burn::tensor::Tensor;
+///
+/// let device = fmar::default_device().device;
+/// let x = Tensor::<2>::ones([4, 3], &device);
+/// let w = Tensor::<2>::ones([5, 2], &device); // k = 5, but x has k = 3
+/// let b = Tensor::<1>::zeros([2], &device);
+/// match fmar::try_matmul_add_relu_nd(x, w, b) {
+///     Err(fmar::Error::InnerDim { lhs, rhs }) => println!("refused: {lhs} @ {rhs}"),
+///     other => panic!("expected an inner-dim error, got {other:?}"),
+/// }
+/// ```
 pub fn try_matmul_add_relu_nd<const D: usize, const B: usize>(
     lhs: Tensor<D>,
     rhs: Tensor<D>,

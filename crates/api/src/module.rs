@@ -57,11 +57,11 @@ impl From<LinearConfig> for FusedLinearReluConfig {
 /// record saved from a `Linear` loads into a `FusedLinearRelu` and back, and [`From`] converts
 /// between the two modules.
 ///
-/// ```no_run
-/// use burn::tensor::{Device, Distribution, Tensor};
+/// ```
+/// use burn::tensor::{Distribution, Tensor};
 /// use fmar::{FusedLinearRelu, FusedLinearReluConfig};
 ///
-/// let device = Device::default();
+/// let device = fmar::default_device().device;
 /// let layer: FusedLinearRelu = FusedLinearReluConfig::new(32, 16).init(&device);
 /// let x = Tensor::<3>::random([8, 10, 32], Distribution::Default, &device);
 /// let y = layer.forward(x); // relu(linear(x)), one kernel

@@ -1,0 +1,122 @@
+//! The forward on Burn's `CubeBackend`: the fused kernel, with operands presented as views
+//! (broadcast dims as stride 0, transposed or sliced inputs through their own strides, no
+//! copies).
+
+use burn::backend::Backend;
+use burn::backend::cubecl::dtype_to_storage_type;
+use burn::tensor::Shape;
+use burn_cubecl::CubeBackend;
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use cubecl::prelude::TensorBinding;
+use fmar_fusion_meta::{Error, OP_NAME, try_output_dtype, try_output_shape};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static INPUT_COPIES: AtomicU64 = AtomicU64::new(0);
+
+/// How many fused forwards this process has handed to the kernel crate.
+///
+/// Tests read it to tell fmar's kernel from the composed reference, whose result may be equal:
+/// an equal result proves nothing about which path produced it.
+pub fn kernel_launches() -> u64 {
+    KERNEL_LAUNCHES.load(Ordering::SeqCst)
+}
+
+/// How many input tensors this process has copied before a launch. The kernel reads any
+/// strided view in place, so the only copies are of storage-tiled tensors (a layout some of
+/// Burn's matmuls write), which have no row-major strides to read through.
+pub fn input_copies() -> u64 {
+    INPUT_COPIES.load(Ordering::SeqCst)
+}
+
+/// `relu(lhs @ rhs + bias)` on a CubeCL device, in one kernel, or the reason it cannot run.
+///
+/// The checks are [`fmar_fusion_meta`]'s rules plus the device's own answer to whether it runs
+/// the dtype, so an unsupported dtype never reaches the compiler. Nothing is launched on error.
+pub fn try_fused_matmul_add_relu(
+    lhs: CubeTensor,
+    rhs: CubeTensor,
+    bias: CubeTensor,
+) -> Result<CubeTensor, Error> {
+    for (operand, other) in [("rhs", &rhs), ("bias", &bias)] {
+        if other.device != lhs.device {
+            return Err(Error::DeviceMismatch {
+                operand,
+                device: format!("{:?}", other.device),
+                lhs: format!("{:?}", lhs.device),
+            });
+        }
+    }
+    let dtype = try_output_dtype(lhs.dtype, rhs.dtype, bias.dtype)?;
+    if !CubeBackend::supports_dtype(&lhs.device, dtype) {
+        return Err(Error::UnsupportedDtype {
+            dtype,
+            reason: format!("on device {:?}", lhs.device),
+        });
+    }
+    let out_shape = try_output_shape(lhs.meta.shape(), rhs.meta.shape(), bias.meta.shape())?;
+
+    let output = empty_device_contiguous_dtype(
+        lhs.client.clone(),
+        lhs.device.clone(),
+        out_shape.clone(),
+        dtype,
+    );
+    if out_shape.num_elements() == 0 {
+        return Ok(output);
+    }
+
+    let rank = out_shape.num_dims();
+    let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
+    let k = lhs.meta.shape()[rank - 1];
+    let batch = &out_shape[..rank - 2];
+    let with_batch =
+        |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
+    let client = output.client.clone();
+    let operands = fmar_kernel::Operands {
+        lhs: broadcast_view(readable(lhs), &with_batch([m, k])),
+        rhs: broadcast_view(readable(rhs), &with_batch([k, n])),
+        bias: broadcast_view(readable(bias), &out_shape),
+        out: output.clone().binding(),
+    };
+    KERNEL_LAUNCHES.fetch_add(1, Ordering::SeqCst);
+    if let Err(error) = fmar_kernel::launch(&client, operands, dtype_to_storage_type(dtype)) {
+        // The rules above admit only operands the kernel contract accepts: reaching this is a
+        // bug in fmar, never in the caller's input.
+        panic!("{OP_NAME}: internal error, the kernel refused its operands: {error}");
+    }
+    Ok(output)
+}
+
+/// [`try_fused_matmul_add_relu`], panicking with the error's message.
+pub fn fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor) -> CubeTensor {
+    try_fused_matmul_add_relu(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The tensor's binding, copying only a storage-tiled tensor (see [`input_copies`]).
+fn readable(tensor: CubeTensor) -> TensorBinding {
+    if tensor.meta.is_tiled() {
+        INPUT_COPIES.fetch_add(1, Ordering::SeqCst);
+        return into_contiguous(tensor).binding();
+    }
+    tensor.binding()
+}
+
+/// Presents `binding` with shape `target`, which it broadcasts to (matched from the right): the
+/// dims it lacks, and its size-1 dims that `target` stretches, read with stride 0. No data moves.
+fn broadcast_view(mut binding: TensorBinding, target: &[usize]) -> TensorBinding {
+    let shape = binding.shape.to_vec();
+    let strides = binding.strides.to_vec();
+    let skip = target.len() - shape.len();
+    let new_strides: Vec<usize> = (0..target.len())
+        .map(|dim| match dim.checked_sub(skip) {
+            Some(own) if shape[own] == target[dim] => strides[own],
+            _ => 0,
+        })
+        .collect();
+    binding.shape = Shape::from(target.to_vec());
+    binding.strides = new_strides.into();
+    binding
+}
