@@ -33,7 +33,9 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::{Autodiff, Dispatch, Flex, backend_extension, tensor::FloatTensor};
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
-use fmar_fusion_meta::{output_dtype, output_shape, try_output_dtype, try_output_shape};
+use fmar_fusion_meta::{
+    check_output_fits, output_dtype, output_shape, try_output_dtype, try_output_shape,
+};
 
 pub use device::{DeviceChoice, Runtime, default_device};
 pub use fmar_fusion_meta::{Error, SUPPORTED_DTYPES};
@@ -213,8 +215,24 @@ fn check_inputs<const D: usize, const B: usize>(
             reason: format!("on device {device:?}"),
         });
     }
-    try_output_shape(&lhs.shape(), &rhs.shape(), &bias.shape())?;
+    let output = try_output_shape(&lhs.shape(), &rhs.shape(), &bias.shape())?;
+    if let Some(limit) = max_allocation(&device) {
+        check_output_fits(&output, dtype, limit, &device)?;
+    }
     Ok(())
+}
+
+/// The most bytes `device` allocates in one buffer, where its runtime says: CubeCL's limit per
+/// allocation (on CUDA a quarter of the device's memory; on wgpu the adapter's largest storage
+/// buffer). Burn's Flex allocates on the host and states no limit.
+fn max_allocation(device: &burn::tensor::Device) -> Option<u64> {
+    match device.as_dispatch().clone().inner() {
+        burn::backend::DispatchDevice::Cube(device) => {
+            Some(device.client().properties().memory.max_page_size)
+        }
+        #[allow(unreachable_patterns)]
+        _ => device.memory_capacity(),
+    }
 }
 
 /// The kernel variants, and control over which one runs (for experiments and benchmarks).

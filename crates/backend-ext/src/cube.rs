@@ -10,7 +10,7 @@ use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::TensorBinding;
-use fmar_fusion_meta::{Error, OP_NAME, try_output_dtype, try_output_shape};
+use fmar_fusion_meta::{Error, OP_NAME, check_output_fits, try_output_dtype, try_output_shape};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -57,6 +57,14 @@ pub fn try_fused_matmul_add_relu(
         });
     }
     let out_shape = try_output_shape(lhs.meta.shape(), rhs.meta.shape(), bias.meta.shape())?;
+    // The runtime's allocator refuses a buffer over this size only when the queue runs, as an
+    // error attached to the buffer; checking here makes it a typed error before any launch.
+    check_output_fits(
+        &out_shape,
+        dtype,
+        lhs.client.properties().memory.max_page_size,
+        &lhs.device,
+    )?;
 
     let output = empty_device_contiguous_dtype(
         lhs.client.clone(),

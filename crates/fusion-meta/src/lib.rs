@@ -100,6 +100,24 @@ pub enum Error {
     },
 
     // ---- devices ------------------------------------------------------------------------------
+    /// The output needs more bytes than the device can allocate in one buffer.
+    #[error(
+        "{OP_NAME}: the output {output} of dtype {dtype:?} needs {bytes} bytes, more than device \
+         {device} can allocate in one buffer ({limit} bytes)"
+    )]
+    OutputTooLarge {
+        /// The output shape.
+        output: Shape,
+        /// Its dtype.
+        dtype: DType,
+        /// The bytes it needs (saturating at `u64::MAX`).
+        bytes: u64,
+        /// The most the device allocates at once.
+        limit: u64,
+        /// The device, as Burn prints it.
+        device: String,
+    },
+
     /// `rhs` or `bias` is on another device than `lhs`.
     #[error("{OP_NAME}: `{operand}` is on device {device} but `lhs` is on device {lhs}")]
     DeviceMismatch {
@@ -224,12 +242,58 @@ pub fn output_dtype(lhs: DType, rhs: DType, bias: DType) -> DType {
     try_output_dtype(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
 }
 
+/// Whether an output of `output` elements of `dtype` fits in one allocation of at most `limit`
+/// bytes on `device` (named in the error). Checked at the call, so that a request larger than
+/// the device can hold is a typed error rather than an allocation failure inside the runtime.
+pub fn check_output_fits(
+    output: &Shape,
+    dtype: DType,
+    limit: u64,
+    device: &dyn std::fmt::Debug,
+) -> Result<(), Error> {
+    let bytes = output.iter().fold(dtype.size() as u64, |bytes, &dim| {
+        bytes.saturating_mul(dim as u64)
+    });
+    if bytes > limit {
+        return Err(Error::OutputTooLarge {
+            output: output.clone(),
+            dtype,
+            bytes,
+            limit,
+            device: format!("{device:?}"),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn shape(dims: &[usize]) -> Shape {
         Shape::from(dims.to_vec())
+    }
+
+    #[test]
+    fn output_size_is_checked_against_the_limit_without_overflow() {
+        let limit = 1 << 20;
+        assert!(check_output_fits(&shape(&[512, 512]), DType::F32, limit, &"dev").is_ok());
+        let error = check_output_fits(&shape(&[512, 513]), DType::F32, limit, &"dev").unwrap_err();
+        assert!(
+            matches!(error, Error::OutputTooLarge { bytes, .. } if bytes == 512 * 513 * 4),
+            "{error}"
+        );
+        // A product past u64 saturates instead of wrapping to something small.
+        let huge = shape(&[1 << 40, 1 << 40, 1 << 40]);
+        let error = check_output_fits(&huge, DType::F16, limit, &"dev").unwrap_err();
+        assert!(matches!(
+            error,
+            Error::OutputTooLarge {
+                bytes: u64::MAX,
+                ..
+            }
+        ));
+        assert!(check_output_fits(&shape(&[0, 1 << 40]), DType::F32, 0, &"dev").is_ok());
     }
 
     #[test]

@@ -58,3 +58,37 @@ pub fn forward_backward(
     let grad = |t: &Tensor<3>| values(t.grad(&grads).expect("tracked input has a gradient"));
     [values(output), grad(&lhs), grad(&rhs), grad(&bias)]
 }
+
+/// Forward and the three gradients of `fmar::matmul_add_relu_nd` at operand rank `D` and bias
+/// rank `B`, on `device` (Fusion, and autodiff when `device` is an autodiff device), with
+/// upstream gradient `grad_output`: the [`Outcome`](fmar_tests::Outcome) the harness checks.
+pub fn outcome_nd<const D: usize, const B: usize>(
+    problem: &Problem,
+    grad_output: &HostTensor,
+    device: &Device,
+    precision: Precision,
+) -> fmar_tests::Outcome {
+    let lhs = tensor::<D>(&problem.lhs, device, precision).require_grad();
+    let rhs = tensor::<D>(&problem.rhs, device, precision).require_grad();
+    let bias = tensor::<B>(&problem.bias, device, precision).require_grad();
+    let output = fmar::matmul_add_relu_nd(lhs.clone(), rhs.clone(), bias.clone());
+    let grads = (output.clone() * tensor::<D>(grad_output, device, precision))
+        .sum()
+        .backward();
+    fmar_tests::Outcome {
+        output: values(output),
+        grads: [
+            Some(values(lhs.grad(&grads).expect("lhs gradient"))),
+            Some(values(rhs.grad(&grads).expect("rhs gradient"))),
+            Some(values(bias.grad(&grads).expect("bias gradient"))),
+        ],
+    }
+}
+
+/// Whether the default device runs `precision`, honouring `FMAR_REQUIRE_DTYPES`.
+pub fn runs(precision: Precision) -> bool {
+    fmar_tests::should_run(
+        precision,
+        Device::default().supports_dtype(dtype(precision)),
+    )
+}
