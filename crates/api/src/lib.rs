@@ -35,6 +35,7 @@ use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
 use fmar_fusion_meta::{
     check_output_fits, output_dtype, output_shape, try_output_dtype, try_output_shape,
+    try_same_device,
 };
 
 pub use device::{DeviceChoice, Runtime, default_device};
@@ -199,15 +200,7 @@ fn check_inputs<const D: usize, const B: usize>(
     bias: &Tensor<B>,
 ) -> Result<()> {
     let device = lhs.device();
-    for (operand, other) in [("rhs", rhs.device()), ("bias", bias.device())] {
-        if other != device {
-            return Err(Error::DeviceMismatch {
-                operand,
-                device: format!("{other:?}"),
-                lhs: format!("{device:?}"),
-            });
-        }
-    }
+    try_same_device(&device, &rhs.device(), &bias.device())?;
     let dtype: DType = try_output_dtype(lhs.dtype(), rhs.dtype(), bias.dtype())?;
     if !device.supports_dtype(dtype) {
         return Err(Error::UnsupportedDtype {

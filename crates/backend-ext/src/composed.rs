@@ -4,7 +4,7 @@
 
 use burn::backend::{Backend, TensorMetadata};
 use burn::tensor::Shape;
-use fmar_fusion_meta::{Error, try_output_dtype, try_output_shape};
+use fmar_fusion_meta::{Error, try_output_dtype, try_output_shape, try_same_device};
 
 type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
 
@@ -15,17 +15,9 @@ pub fn try_composed_matmul_add_relu<B: Backend>(
     rhs: FloatTensor<B>,
     bias: FloatTensor<B>,
 ) -> Result<FloatTensor<B>, Error> {
-    let dtype = try_output_dtype(lhs.dtype(), rhs.dtype(), bias.dtype())?;
     let device = lhs.device();
-    for (operand, other) in [("rhs", rhs.device()), ("bias", bias.device())] {
-        if other != device {
-            return Err(Error::DeviceMismatch {
-                operand,
-                device: format!("{other:?}"),
-                lhs: format!("{device:?}"),
-            });
-        }
-    }
+    try_same_device(&device, &rhs.device(), &bias.device())?;
+    let dtype = try_output_dtype(lhs.dtype(), rhs.dtype(), bias.dtype())?;
     if !B::supports_dtype(&device, dtype) {
         return Err(Error::UnsupportedDtype {
             dtype,

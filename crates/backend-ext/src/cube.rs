@@ -10,7 +10,9 @@ use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::TensorBinding;
-use fmar_fusion_meta::{Error, OP_NAME, check_output_fits, try_output_dtype, try_output_shape};
+use fmar_fusion_meta::{
+    Error, OP_NAME, check_output_fits, try_output_dtype, try_output_shape, try_same_device,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -40,15 +42,7 @@ pub fn try_fused_matmul_add_relu(
     rhs: CubeTensor,
     bias: CubeTensor,
 ) -> Result<CubeTensor, Error> {
-    for (operand, other) in [("rhs", &rhs), ("bias", &bias)] {
-        if other.device != lhs.device {
-            return Err(Error::DeviceMismatch {
-                operand,
-                device: format!("{:?}", other.device),
-                lhs: format!("{:?}", lhs.device),
-            });
-        }
-    }
+    try_same_device(&lhs.device, &rhs.device, &bias.device)?;
     let dtype = try_output_dtype(lhs.dtype, rhs.dtype, bias.dtype)?;
     if !CubeBackend::supports_dtype(&lhs.device, dtype) {
         return Err(Error::UnsupportedDtype {

@@ -242,6 +242,24 @@ pub fn output_dtype(lhs: DType, rhs: DType, bias: DType) -> DType {
     try_output_dtype(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
 }
 
+/// Whether `rhs` and `bias` are on `lhs`'s device: the first that is not is named in the error.
+pub fn try_same_device<D: PartialEq + std::fmt::Debug>(
+    lhs: &D,
+    rhs: &D,
+    bias: &D,
+) -> Result<(), Error> {
+    for (operand, other) in [("rhs", rhs), ("bias", bias)] {
+        if other != lhs {
+            return Err(Error::DeviceMismatch {
+                operand,
+                device: format!("{other:?}"),
+                lhs: format!("{lhs:?}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Whether an output of `output` elements of `dtype` fits in one allocation of at most `limit`
 /// bytes on `device` (named in the error). Checked at the call, so that a request larger than
 /// the device can hold is a typed error rather than an allocation failure inside the runtime.
