@@ -6,8 +6,8 @@
 //! extension trait (Rust's orphan rule puts `impl Trait for Autodiff<B, C>` there), passes its
 //! own forward in.
 
-use burn::backend::{Backend, TensorMetadata, get_or_init_device_settings};
-use burn::tensor::{IntDType, Shape, Slice, TensorData};
+use burn::backend::{Backend, TensorMetadata};
+use burn::tensor::{Shape, TensorData};
 use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn_autodiff::grads::Gradients;
@@ -17,9 +17,6 @@ use burn_autodiff::{Autodiff, NodeId};
 /// A tensor primitive of backend `B`.
 pub type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
 
-/// An integer tensor primitive of backend `B`.
-type IntTensor<B> = <B as burn::backend::BackendTypes>::IntTensorPrimitive;
-
 /// The inner backend's fused forward, `relu(lhs @ rhs + bias)`.
 pub type Forward<B> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
 
@@ -28,8 +25,7 @@ pub type Forward<B> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> Floa
 ///
 /// The operation is marked compute bound, so Burn's checkpointing keeps its state rather than
 /// recomputing the matmul. Only what the tracked inputs' gradients need is kept: `rhs` when
-/// `lhs` is tracked, `lhs` when `rhs` is tracked, and the ReLU mask in every case, packed one
-/// bit per output element (the output itself is not kept alive by the backward).
+/// `lhs` is tracked, `lhs` when `rhs` is tracked, and the output (its ReLU mask) in every case.
 pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
     lhs: FloatTensor<Autodiff<B, C>>,
     rhs: FloatTensor<Autodiff<B, C>>,
@@ -61,8 +57,7 @@ pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
             let state = BackwardState {
                 lhs: lhs_id,
                 rhs: rhs_id,
-                zeroed: pack_zeroed_mask::<B>(output.clone()),
-                output: output.shape(),
+                output: output.clone(),
                 shapes,
             };
             prep.finish(state, output)
@@ -90,11 +85,8 @@ struct BackwardState<T> {
     lhs: Option<NodeId>,
     /// Checkpointed `rhs`, present when `lhs`'s gradient is needed.
     rhs: Option<NodeId>,
-    /// Where the ReLU zeroed its input (`output <= 0`), one bit per output element: see
-    /// [`pack_zeroed_mask`]. `None` for an empty output.
-    zeroed: Option<T>,
-    /// The output's shape.
-    output: Shape,
+    /// The forward output; only its sign (the ReLU mask) is read.
+    output: T,
     shapes: OperandShapes,
 }
 
@@ -102,7 +94,7 @@ struct BackwardState<T> {
 struct FusedMatmulAddReluBackward;
 
 impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
-    type State = BackwardState<IntTensor<B>>;
+    type State = BackwardState<FloatTensor<B>>;
 
     fn backward(
         self,
@@ -115,7 +107,7 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
         let state = ops.state;
         let shapes = &state.shapes;
 
-        let Some(zeroed) = state.zeroed else {
+        if state.output.shape().num_elements() == 0 {
             // Every gradient sums over an empty set of outputs. (Burn's own kernels are not all
             // safe on empty tensors, so none is launched.)
             for (node, shape) in [
@@ -128,12 +120,10 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                 }
             }
             return;
-        };
+        }
 
-        // d relu(x) / dx is 1 where the output is positive, 0 elsewhere (x = 0 included): the
-        // rule of Burn's `relu_backward`, from the packed mask instead of the output.
-        let zeroed = unpack_zeroed_mask::<B>(zeroed, &state.output);
-        let grad_pre_relu = B::float_mask_fill(grad, zeroed, 0.into());
+        // d relu(x) / dx is 1 where the output is positive, 0 elsewhere (x = 0 included).
+        let grad_pre_relu = B::relu_backward(state.output, grad);
 
         if let Some(node) = node_lhs {
             let rhs: FloatTensor<B> = checkpointer.retrieve_node_output(
@@ -202,64 +192,4 @@ fn sum_to_shape<B: Backend>(grad: FloatTensor<B>, shape: &Shape) -> FloatTensor<
         dims => B::float_sum_dims(grad, dims),
     };
     B::float_reshape(summed, shape.clone())
-}
-
-/// Bits per word of the packed mask.
-const WORD_BITS: usize = 32;
-
-/// `[1, 32]`: bit `i` set in column `i` (`1 << 31` is `i32::MIN`).
-fn bit_weights<B: Backend>(device: &B::Device) -> IntTensor<B> {
-    let weights: Vec<i32> = (0..WORD_BITS).map(|bit| (1u32 << bit) as i32).collect();
-    B::int_from_data(TensorData::new(weights, [1, WORD_BITS]), device)
-}
-
-/// Where `relu` zeroed its input (`output <= 0`; NaN is not zeroed, as in Burn's
-/// `relu_backward`), packed one bit per element into `[ceil(len / 32), 1]` i32 words, row-major:
-/// element `i` is bit `i % 32` of word `i / 32`. `None` for an empty output.
-///
-/// This is all the backward needs from the forward's output: 1/32 of an f32 output's bytes, 1/16
-/// of a half one's. The words are sums of distinct powers of two, so every partial sum fits in
-/// an i32 whatever order a reduction adds them in.
-fn pack_zeroed_mask<B: Backend>(output: FloatTensor<B>) -> Option<IntTensor<B>> {
-    let len = output.shape().num_elements();
-    if len == 0 {
-        return None;
-    }
-    let device = output.device();
-    let bool_dtype = get_or_init_device_settings::<B>(&device).bool_dtype;
-    let words = len.div_ceil(WORD_BITS);
-    let mut flat = B::float_reshape(output, Shape::from([len]));
-    if words * WORD_BITS != len {
-        let padding = TensorData::full_dtype([words * WORD_BITS - len], 1.0, flat.dtype());
-        flat = B::float_cat(vec![flat, B::float_from_data(padding, &device)], 0);
-    }
-    let zeroed = B::float_lower_equal_elem(flat, 0f32.into(), bool_dtype);
-    let bits = B::bool_into_int(zeroed, IntDType::I32);
-    let bits = B::int_reshape(bits, Shape::from([words, WORD_BITS]));
-    Some(B::int_sum_dim(
-        B::int_mul(bits, bit_weights::<B>(&device)),
-        1,
-    ))
-}
-
-/// The inverse of [`pack_zeroed_mask`]: a bool tensor of `shape`, true where `relu` zeroed.
-fn unpack_zeroed_mask<B: Backend>(
-    words: IntTensor<B>,
-    shape: &Shape,
-) -> <B as burn::backend::BackendTypes>::BoolTensorPrimitive {
-    let device = words.device();
-    let bool_dtype = get_or_init_device_settings::<B>(&device).bool_dtype;
-    let count = words.shape()[0];
-    let words = B::int_expand(words, Shape::from([count, WORD_BITS]));
-    let bits = B::bitwise_and(
-        words,
-        B::int_expand(bit_weights::<B>(&device), Shape::from([count, WORD_BITS])),
-    );
-    let zeroed = B::int_not_equal_elem(bits, 0.into(), bool_dtype);
-    let len = shape.num_elements();
-    let mut zeroed = B::bool_reshape(zeroed, Shape::from([count * WORD_BITS]));
-    if count * WORD_BITS != len {
-        zeroed = B::bool_slice(zeroed, &[Slice::from(0..len)]);
-    }
-    B::bool_reshape(zeroed, shape.clone())
 }
