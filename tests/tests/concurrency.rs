@@ -6,8 +6,8 @@
 mod common;
 
 use burn::tensor::Device;
-use common::{outcome_nd, runs};
-use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerances, check_outcome, tf32_matmuls};
+use common::{check_random_nd, runs};
+use fmar_tests::{Precision, Problem, Rng, Tolerances, tf32_matmuls};
 use std::sync::{Arc, Barrier, mpsc};
 use std::time::Duration;
 
@@ -42,38 +42,9 @@ fn precision(index: usize) -> Precision {
     }
 }
 
-/// One thread's work: `ROUNDS` forward+backward passes, each checked; returns how many ran.
-fn worker(index: usize, device: Device, start: Arc<Barrier>) -> usize {
-    let precision = precision(index);
-    let (lhs, rhs, bias) = shapes(index);
-    start.wait();
-    for round in 0..ROUNDS {
-        let mut rng = Rng::fresh();
-        let seed = rng.seed();
-        let problem = Problem::random(&lhs, &rhs, &bias, &mut rng, precision);
-        let upstream = HostTensor::random(&problem.output.shape, &mut rng, precision);
-        let outcome = match bias.len() {
-            1 => outcome_nd::<3, 1>(&problem, &upstream, &device, precision),
-            _ => outcome_nd::<3, 3>(&problem, &upstream, &device, precision),
-        };
-        check_outcome(
-            &format!(
-                "thread {index} round {round}: lhs {lhs:?} rhs {rhs:?} bias {bias:?} {precision:?}"
-            ),
-            &problem,
-            Tolerances::new(precision, tf32_matmuls()),
-            &upstream,
-            &outcome,
-            [true; 3],
-            seed,
-        );
-    }
-    ROUNDS
-}
-
-#[test]
-fn eight_threads_at_once_under_fusion_and_autodiff() {
-    let device = Device::default().autodiff();
+/// Runs `work(index, device)` on `THREADS` threads released together, and waits for all of
+/// them: a thread's panic fails the test with its message, and so does missing the deadline.
+fn on_threads_at_once(device: Device, work: fn(usize, &Device)) {
     let start = Arc::new(Barrier::new(THREADS));
     let (done, finished) = mpsc::channel();
     for index in 0..THREADS {
@@ -81,16 +52,18 @@ fn eight_threads_at_once_under_fusion_and_autodiff() {
         std::thread::Builder::new()
             .name(format!("fmar-worker-{index}"))
             .spawn(move || {
-                let result = std::panic::catch_unwind(|| worker(index, device, start));
+                let result = std::panic::catch_unwind(|| {
+                    start.wait();
+                    work(index, &device)
+                });
                 let _ = done.send((index, result));
             })
             .expect("spawn");
     }
     drop(done);
-    let mut rounds = 0;
     for _ in 0..THREADS {
         match finished.recv_timeout(DEADLINE) {
-            Ok((_, Ok(count))) => rounds += count,
+            Ok((_, Ok(()))) => {}
             Ok((index, Err(panic))) => {
                 let message = panic
                     .downcast_ref::<String>()
@@ -102,58 +75,68 @@ fn eight_threads_at_once_under_fusion_and_autodiff() {
             Err(_) => panic!("no thread finished within {DEADLINE:?}: deadlock"),
         }
     }
-    assert_eq!(rounds, THREADS * ROUNDS);
+}
+
+/// One thread's work: `ROUNDS` forward+backward passes, each checked.
+fn forward_backward_rounds(index: usize, device: &Device) {
+    let precision = precision(index);
+    let (lhs, rhs, bias) = shapes(index);
+    for round in 0..ROUNDS {
+        let what = format!(
+            "thread {index} round {round}: lhs {lhs:?} rhs {rhs:?} bias {bias:?} {precision:?}"
+        );
+        let shapes = (&lhs[..], &rhs[..], &bias[..]);
+        let mut rng = Rng::fresh();
+        match bias.len() {
+            1 => check_random_nd::<3, 1>(&what, shapes, precision, device, &mut rng),
+            _ => check_random_nd::<3, 3>(&what, shapes, precision, device, &mut rng),
+        }
+    }
+}
+
+/// One thread's work without autodiff: `ROUNDS` forwards, each checked.
+fn forward_rounds(index: usize, device: &Device) {
+    let precision = precision(index);
+    let (lhs, rhs, bias) = shapes(index);
+    for _ in 0..ROUNDS {
+        let mut rng = Rng::fresh();
+        let seed = rng.seed();
+        let problem = Problem::random(&lhs, &rhs, &bias, &mut rng, precision);
+        let (l, r) = (
+            common::tensor::<3>(&problem.lhs, device, precision),
+            common::tensor::<3>(&problem.rhs, device, precision),
+        );
+        let output = match bias.len() {
+            1 => common::values(fmar::matmul_add_relu_nd(
+                l,
+                r,
+                common::tensor::<1>(&problem.bias, device, precision),
+            )),
+            _ => common::values(fmar::matmul_add_relu_nd(
+                l,
+                r,
+                common::tensor::<3>(&problem.bias, device, precision),
+            )),
+        };
+        fmar_tests::assert_close(
+            &format!("thread {index}: forward {precision:?}"),
+            &output,
+            &problem.output.data,
+            Tolerances::new(precision, tf32_matmuls()).forward,
+            problem.forward_scale(),
+            seed,
+        );
+    }
+}
+
+#[test]
+fn eight_threads_at_once_under_fusion_and_autodiff() {
+    on_threads_at_once(Device::default().autodiff(), forward_backward_rounds);
 }
 
 /// The same, forward only, on the plain (Fusion, no autodiff) device: the lazy path, where
 /// threads' queued operations share Fusion's stream.
 #[test]
 fn eight_threads_forward_only_under_fusion() {
-    let device = Device::default();
-    let (done, finished) = mpsc::channel();
-    let start = Arc::new(Barrier::new(THREADS));
-    for index in 0..THREADS {
-        let (device, start, done) = (device.clone(), start.clone(), done.clone());
-        std::thread::spawn(move || {
-            let result = std::panic::catch_unwind(move || {
-                let precision = precision(index);
-                let (lhs, rhs, bias) = shapes(index);
-                start.wait();
-                for _ in 0..ROUNDS {
-                    let mut rng = Rng::fresh();
-                    let seed = rng.seed();
-                    let problem = Problem::random(&lhs, &rhs, &bias, &mut rng, precision);
-                    let output = match bias.len() {
-                        1 => common::values(fmar::matmul_add_relu_nd(
-                            common::tensor::<3>(&problem.lhs, &device, precision),
-                            common::tensor::<3>(&problem.rhs, &device, precision),
-                            common::tensor::<1>(&problem.bias, &device, precision),
-                        )),
-                        _ => common::values(fmar::matmul_add_relu_nd(
-                            common::tensor::<3>(&problem.lhs, &device, precision),
-                            common::tensor::<3>(&problem.rhs, &device, precision),
-                            common::tensor::<3>(&problem.bias, &device, precision),
-                        )),
-                    };
-                    fmar_tests::assert_close(
-                        &format!("thread {index}: forward {precision:?}"),
-                        &output,
-                        &problem.output.data,
-                        Tolerances::new(precision, tf32_matmuls()).forward,
-                        problem.forward_scale(),
-                        seed,
-                    );
-                }
-            });
-            let _ = done.send((index, result.is_ok()));
-        });
-    }
-    drop(done);
-    for _ in 0..THREADS {
-        match finished.recv_timeout(DEADLINE) {
-            Ok((_, true)) => {}
-            Ok((index, false)) => panic!("thread {index} failed (its message is above)"),
-            Err(_) => panic!("no thread finished within {DEADLINE:?}: deadlock"),
-        }
-    }
+    on_threads_at_once(Device::default(), forward_rounds);
 }

@@ -13,8 +13,8 @@
 mod common;
 
 use burn::tensor::Device;
-use common::{outcome_nd, runs};
-use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerances, check_outcome, tf32_matmuls};
+use common::{check_random_nd, runs};
+use fmar_tests::{Precision, Rng};
 use std::time::Instant;
 
 /// What the pools may reserve beyond the warm-up's high-water mark: a few pages.
@@ -75,22 +75,12 @@ fn configs(precisions: &[Precision]) -> Vec<Config> {
 
 fn run(config: Config, device: &Device, rng: &mut Rng) {
     let (lhs, rhs, bias) = config.shapes();
-    let precision = config.precision;
-    let problem = Problem::random(&lhs, &rhs, &bias, rng, precision);
-    let upstream = HostTensor::random(&problem.output.shape, rng, precision);
-    let outcome = match bias.len() {
-        1 => outcome_nd::<3, 1>(&problem, &upstream, device, precision),
-        _ => outcome_nd::<3, 3>(&problem, &upstream, device, precision),
-    };
-    check_outcome(
-        &format!("soak {config:?}"),
-        &problem,
-        Tolerances::new(precision, tf32_matmuls()),
-        &upstream,
-        &outcome,
-        [true; 3],
-        rng.seed(),
-    );
+    let what = format!("soak {config:?}");
+    let shapes = (&lhs[..], &rhs[..], &bias[..]);
+    match bias.len() {
+        1 => check_random_nd::<3, 1>(&what, shapes, config.precision, device, rng),
+        _ => check_random_nd::<3, 3>(&what, shapes, config.precision, device, rng),
+    }
 }
 
 /// Resident host memory of this process, in bytes.

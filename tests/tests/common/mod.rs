@@ -92,3 +92,27 @@ pub fn runs(precision: Precision) -> bool {
         Device::default().supports_dtype(dtype(precision)),
     )
 }
+
+/// One random problem of the given shapes, forward and gradients on `device` (an autodiff
+/// device), checked against the f64 reference within `precision`'s tolerances; `what` names it
+/// in a failure, with `rng`'s seed.
+pub fn check_random_nd<const D: usize, const B: usize>(
+    what: &str,
+    (lhs, rhs, bias): (&[usize], &[usize], &[usize]),
+    precision: Precision,
+    device: &Device,
+    rng: &mut fmar_tests::Rng,
+) {
+    let problem = Problem::random(lhs, rhs, bias, rng, precision);
+    let upstream = HostTensor::random(&problem.output.shape, rng, precision);
+    let outcome = outcome_nd::<D, B>(&problem, &upstream, device, precision);
+    fmar_tests::check_outcome(
+        what,
+        &problem,
+        fmar_tests::Tolerances::new(precision, fmar_tests::tf32_matmuls()),
+        &upstream,
+        &outcome,
+        [true; 3],
+        rng.seed(),
+    );
+}
