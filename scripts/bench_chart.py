@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Draws the benchmark chart from the JSON files `examples/bench.rs` writes.
 
-    python3 scripts/bench_chart.py docs/runs/<run>/*.json -o docs/bench.svg
+    python3 scripts/bench_chart.py docs/runs/<run>/*.json -o docs/bench.png
 
 One panel per dtype file; for each shape, forward TFLOP/s of Burn's fused reference path,
-fmar (autotuned) and the seed's naive kernel, with PyTorch's figures from the speed issue
-(cuBLAS matmul alone and the unfused three-kernel path, same H200) as markers.
+fmar (autotuned) and fmar's naive baseline kernel, with PyTorch's figures (cuBLAS matmul
+alone and the unfused three-kernel path, measured on the same H200 model outside this
+repository) as markers. A `.md` file holds the bench's Markdown rows instead of its JSON.
 """
 
 import argparse
@@ -17,7 +18,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-# PyTorch 2.11 on the same H200, TFLOP/s (the speed issue's table): (matmul alone, unfused).
+# PyTorch 2.11 on the same H200 model, TFLOP/s, measured outside this repository:
+# (matmul alone, unfused).
 TORCH = {
     ("BF16", (1, 4096, 4096, 4096)): (720, 609),
     ("F16", (1, 4096, 4096, 4096)): (678, 585),
@@ -32,7 +34,7 @@ CANDIDATES = [("burn reference", "#888888"), ("fmar", "#d62728"), ("fmar naive",
 
 
 def load_markdown(path):
-    """The bench's Markdown rows (as the device tool printed them) in its JSON's shape."""
+    """The bench's Markdown rows (as it printed them to stdout) in its JSON's shape."""
     rows, dtype, device = [], None, "NVIDIA H200 (ptx_sm90)"
     for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The benchmark on the lent H200 (see ../shared/gpu/README.md): one process per dtype, so that
-# a failure in one cannot poison the others; f32 twice, with TF32 allowed (cubek's default) and
-# strict (a cubek.toml with allow_tf32 = false in the working directory). Results land in $OUT.
+# The benchmark on a CUDA machine: one process per dtype, so that a failure in one cannot
+# poison the others; f32 twice, with TF32 allowed (cubek's default) and strict (a cubek.toml
+# with allow_tf32 = false in the working directory). Results land in $OUT.
 #
-# Carried: .gpu/bench.xz. Environment: PART (half: bf16 and f16; f32: TF32 and strict) and
-# BUDGET_MS (time per candidate, default 200).
+# Needs: .gpu/bench.xz, the bench example as a release binary built with
+# `cargo build --release --features fmar/cuda-nvrtc,fmar/autotune -p fmar --example bench`
+# and packed with xz into .gpu/. Environment: OUT (where results go), PART (half: bf16 and
+# f16; bf16-f32; f32: TF32; f32-strict) and BUDGET_MS (time per candidate, default 200).
 set -uo pipefail
 out=/tmp/bench-out
 mkdir -p "$out"
@@ -41,5 +43,5 @@ f32-strict)
 esac
 cat "$out/summary.txt"
 grep -h "| forward" "$out"/*.md | grep -E "burn reference|fmar \||fmar naive" | head -80
-# The device tool returns at most 8 files: pack everything into one.
+# Pack everything into one archive.
 tar czf "$OUT/bench-results.tgz" -C "$out" . 2>/dev/null

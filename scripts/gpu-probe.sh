@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Probe: every fmar variant alone (pinned, no autotune), one process each, in bf16 and f16 on a
-# small shape, reporting which ones run, which are unavailable and which fault the device.
-# Then the f32 benchmark (TF32 and strict). Results packed into $OUT/probe-results.tgz.
+# Probe: every fmar variant alone (pinned, no autotune), one process each, in bf16 on a small
+# shape, reporting which ones run, which are unavailable and which fault the device. Then the
+# f32 benchmark (scripts/gpu-bench.sh). Results packed into $OUT/probe-results.tgz.
+#
+# Needs: .gpu/bench.xz, as for scripts/gpu-bench.sh (a release build of the bench example with
+# `--features fmar/cuda-nvrtc,fmar/autotune`, packed with xz into .gpu/).
 set -uo pipefail
 out=/tmp/probe-out
 mkdir -p "$out"

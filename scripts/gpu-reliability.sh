@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 7's reliability tests on the lent H200 through CUDA (see ../shared/gpu/README.md): fill
-# the device's memory until an allocation fails, then call again; an output over the device's
-# limit; 8 threads at once; bit-identical reruns; a soak. Logs go to $OUT.
+# The reliability tests on a CUDA machine: fill the device's memory until an allocation
+# fails, then call again; an output over the device's limit; 8 threads at once; bit-identical
+# reruns; a soak. Logs go to $OUT.
 #
-# Carried: .gpu/{out_of_memory,concurrency,determinism,soak}.xz, release test binaries built
-# with `--features fmar/cuda-nvrtc` (scripts: ../shared/cuda-offline/cargo test --release ...).
+# Needs: .gpu/{out_of_memory,concurrency,determinism,soak}.xz, the fmar-tests test binaries of
+# those names built in release with `--features fmar/cuda-nvrtc` (`cargo test --release
+# --no-run`) and packed with xz into .gpu/.
 set -uo pipefail
 cd "$(dirname "$0")/../.gpu" || exit 1
 for f in out_of_memory concurrency determinism soak; do

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs fmar's packed test binaries on the lent H200 (see ../shared/gpu/README.md): the property
-# harness on CUDA with each tensor-core variant pinned (FMAR_KERNEL), and the wgpu run over the
-# H200's Vulkan driver. Logs are packed into $OUT/run-results.tgz.
+# Runs fmar's packed test binaries on a CUDA machine: the property harness on CUDA with each
+# tensor-core variant pinned (FMAR_KERNEL), and the wgpu run over the NVIDIA Vulkan driver.
+# Logs are packed into $OUT/run-results.tgz.
 #
-# Carried: .gpu/*.xz (packed binaries) and .gpu/gl/*.deb (the Vulkan loader).
+# Needs: .gpu/properties.xz and .gpu/quickstart.xz, release binaries built with
+# `--features fmar/cuda-nvrtc` and packed with xz, and .gpu/gl/*.deb (the Vulkan loader).
 # Environment: VARIANT_CASES (cases per pinned variant, default 25).
 set -uo pipefail
 out=/tmp/run-out
