@@ -15,8 +15,9 @@
 //! | [`try_matmul_add_relu_nd`] | same | returns [`Error`] |
 //! | [`FusedLinearRelu`] | a Burn `Module`, drop-in for `Linear` + `Relu` | panics |
 //!
-//! [`default_device`] finds the best device on the machine (CUDA, then wgpu, then the CPU
-//! through Burn's Flex backend, so fmar works with no GPU and no driver).
+//! [`default_device`] finds the fastest device on the machine (a CUDA GPU, then a wgpu GPU, then
+//! the CPU through Burn's Flex backend, so fmar works with no GPU and no driver; a software
+//! rasterizer is not taken for a GPU).
 //!
 //! ```
 //! use burn::tensor::{Distribution, Tensor};
@@ -33,12 +34,12 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::{Autodiff, Dispatch, Flex, backend_extension, tensor::FloatTensor};
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
-use fmar_fusion_meta::{
-    check_output_fits, output_dtype, output_shape, try_output_dtype, try_output_shape,
-    try_same_device,
-};
+use fmar_fusion_meta::{Input, check_call, output_dtype, output_shape};
 
-pub use device::{DeviceChoice, Runtime, default_device};
+pub use device::{
+    Adapter, DEVICE_VARIABLE, DeviceChoice, Probe, Runtime, choose, default_device, device_names,
+    try_default_device,
+};
 pub use fmar_fusion_meta::{Error, SUPPORTED_DTYPES};
 pub use module::{FusedLinearRelu, FusedLinearReluConfig};
 
@@ -50,7 +51,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// The extension trait that adds the fused operation to Burn's backends.
 ///
-/// `#[backend_extension(Autodiff, Cube, Fusion)]` implements it for `Dispatch` (runtime
+/// `#[backend_extension(Autodiff, Cube, Flex, Fusion)]` implements it for `Dispatch` (runtime
 /// selection by the tensors' device) and, lazily, for `Fusion<B>`: Fusion records the operation
 /// with the shape and dtype from [`fmar_fusion_meta`] and runs the backend's forward when its
 /// queue executes.
@@ -199,19 +200,24 @@ fn check_inputs<const D: usize, const B: usize>(
     rhs: &Tensor<D>,
     bias: &Tensor<B>,
 ) -> Result<()> {
-    let device = lhs.device();
-    try_same_device(&device, &rhs.device(), &bias.device())?;
-    let dtype: DType = try_output_dtype(lhs.dtype(), rhs.dtype(), bias.dtype())?;
-    if !device.supports_dtype(dtype) {
-        return Err(Error::UnsupportedDtype {
-            dtype,
-            reason: format!("on device {device:?}"),
-        });
-    }
-    let output = try_output_shape(&lhs.shape(), &rhs.shape(), &bias.shape())?;
-    if let Some(limit) = max_allocation(&device) {
-        check_output_fits(&output, dtype, limit, &device)?;
-    }
+    let (devices, shapes) = (
+        [lhs.device(), rhs.device(), bias.device()],
+        [lhs.shape(), rhs.shape(), bias.shape()],
+    );
+    let dtypes: [DType; 3] = [lhs.dtype(), rhs.dtype(), bias.dtype()];
+    let input = |i: usize| Input {
+        device: &devices[i],
+        dtype: dtypes[i],
+        shape: &shapes[i],
+    };
+    let device = &devices[0];
+    check_call(
+        input(0),
+        input(1),
+        input(2),
+        |dtype| device.supports_dtype(dtype),
+        max_allocation(device),
+    )?;
     Ok(())
 }
 
@@ -235,7 +241,9 @@ fn max_allocation(device: &burn::tensor::Device) -> Option<u64> {
 /// [`force_variant`](kernel::force_variant) pins one; a pinned variant that cannot run a problem
 /// on the device falls back to the default choice.
 pub mod kernel {
-    pub use fmar_kernel::{Routine, Variant, force_variant, forced_variant, last_launched_variant};
+    pub use fmar_backend_ext::kernel::{
+        Routine, TileKind, Variant, force_variant, forced_variant, last_launched_variant,
+    };
 }
 
 /// Counters that show which code path ran.

@@ -1,10 +1,11 @@
 //! fmar's handwritten backward pass: the state the fused forward keeps for autodiff and the pass
 //! that turns the output gradient into the gradients of `lhs`, `rhs` and `bias`.
 //!
-//! Layer 2 of fmar. It is generic over the inner backend and takes the inner forward as an
-//! argument, so it needs nothing from the layers below: the `fmar` crate, which owns the
-//! extension trait (Rust's orphan rule puts `impl Trait for Autodiff<B, C>` there), passes its
-//! own forward in.
+//! Layer 1 of fmar, a sibling of `fmar-backend-ext` rather than a layer above it: it depends on
+//! Burn and burn-autodiff only, is generic over the inner backend and takes the inner forward
+//! as an argument, so it needs no other fmar crate. The `fmar` crate, which owns the extension
+//! trait (Rust's orphan rule puts `impl Trait for Autodiff<B, C>` there), passes its own
+//! forward in.
 
 use burn::backend::{Backend, TensorMetadata};
 use burn::tensor::{Shape, TensorData};

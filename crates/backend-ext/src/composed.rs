@@ -4,7 +4,7 @@
 
 use burn::backend::{Backend, TensorMetadata};
 use burn::tensor::Shape;
-use fmar_fusion_meta::{Error, try_output_dtype, try_output_shape, try_same_device};
+use fmar_fusion_meta::{Error, Input, check_call};
 
 type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
 
@@ -15,17 +15,22 @@ pub fn try_composed_matmul_add_relu<B: Backend>(
     rhs: FloatTensor<B>,
     bias: FloatTensor<B>,
 ) -> Result<FloatTensor<B>, Error> {
-    let device = lhs.device();
-    try_same_device(&device, &rhs.device(), &bias.device())?;
-    let dtype = try_output_dtype(lhs.dtype(), rhs.dtype(), bias.dtype())?;
-    if !B::supports_dtype(&device, dtype) {
-        return Err(Error::UnsupportedDtype {
-            dtype,
-            reason: format!("on device {device:?}"),
-        });
-    }
-    let out_shape = try_output_shape(&lhs.shape(), &rhs.shape(), &bias.shape())?;
-    let bias_shape = bias.shape();
+    let (lhs_shape, rhs_shape, bias_shape) = (lhs.shape(), rhs.shape(), bias.shape());
+    let devices = [lhs.device(), rhs.device(), bias.device()];
+    let input = |device, tensor: &FloatTensor<B>, shape| Input {
+        device,
+        dtype: tensor.dtype(),
+        shape,
+    };
+    // The host backends state no per-buffer limit.
+    let out_shape = check_call(
+        input(&devices[0], &lhs, &lhs_shape),
+        input(&devices[1], &rhs, &rhs_shape),
+        input(&devices[2], &bias, &bias_shape),
+        |dtype| B::supports_dtype(&devices[0], dtype),
+        None,
+    )?
+    .shape;
     let mut dims = vec![1; out_shape.num_dims() - bias_shape.num_dims()];
     dims.extend(bias_shape.iter().copied());
     let bias = B::float_reshape(bias, Shape::from(dims));

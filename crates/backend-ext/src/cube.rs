@@ -10,9 +10,7 @@ use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::TensorBinding;
-use fmar_fusion_meta::{
-    Error, OP_NAME, check_output_fits, try_output_dtype, try_output_shape, try_same_device,
-};
+use fmar_fusion_meta::{Error, Input, OP_NAME, OutputMeta, check_call};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -35,29 +33,32 @@ pub fn input_copies() -> u64 {
 
 /// `relu(lhs @ rhs + bias)` on a CubeCL device, in one kernel, or the reason it cannot run.
 ///
-/// The checks are [`fmar_fusion_meta`]'s rules plus the device's own answer to whether it runs
-/// the dtype, so an unsupported dtype never reaches the compiler. Nothing is launched on error.
+/// The checks are [`fmar_fusion_meta::check_call`]'s, with the device's own answer to whether it
+/// runs the dtype, so an unsupported dtype never reaches the compiler. Nothing is launched on
+/// error.
 pub fn try_fused_matmul_add_relu(
     lhs: CubeTensor,
     rhs: CubeTensor,
     bias: CubeTensor,
 ) -> Result<CubeTensor, Error> {
-    try_same_device(&lhs.device, &rhs.device, &bias.device)?;
-    let dtype = try_output_dtype(lhs.dtype, rhs.dtype, bias.dtype)?;
-    if !CubeBackend::supports_dtype(&lhs.device, dtype) {
-        return Err(Error::UnsupportedDtype {
-            dtype,
-            reason: format!("on device {:?}", lhs.device),
-        });
+    fn input(tensor: &CubeTensor) -> Input<'_, burn_cubecl::CubeDevice> {
+        Input {
+            device: &tensor.device,
+            dtype: tensor.dtype,
+            shape: tensor.meta.shape(),
+        }
     }
-    let out_shape = try_output_shape(lhs.meta.shape(), rhs.meta.shape(), bias.meta.shape())?;
-    // The runtime's allocator refuses a buffer over this size only when the queue runs, as an
-    // error attached to the buffer; checking here makes it a typed error before any launch.
-    check_output_fits(
-        &out_shape,
+    // The runtime's allocator refuses a buffer over its page size only when the queue runs, as
+    // an error attached to the buffer; checking here makes it a typed error before any launch.
+    let OutputMeta {
+        shape: out_shape,
         dtype,
-        lhs.client.properties().memory.max_page_size,
-        &lhs.device,
+    } = check_call(
+        input(&lhs),
+        input(&rhs),
+        input(&bias),
+        |dtype| CubeBackend::supports_dtype(&lhs.device, dtype),
+        Some(lhs.client.properties().memory.max_page_size),
     )?;
 
     let output = empty_device_contiguous_dtype(

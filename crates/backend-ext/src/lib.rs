@@ -3,12 +3,23 @@
 //! CPU fallback) the same function composed from the backend's own operations. Each checks the
 //! operands' device, dtype and shapes first.
 //!
-//! Layer 1 of fmar: it depends on `fmar-kernel` (the launch) and `fmar-fusion-meta` (the rules
-//! and the error type). It exposes plain functions rather than `impl Trait for CubeBackend`: the
-//! extension trait lives in the `fmar` crate, and Rust's orphan rule puts its impls there.
+//! Layer 1 of fmar (beside `fmar-autodiff`, its sibling): it depends on `fmar-kernel` (the
+//! launch) and `fmar-fusion-meta` (the rules and the error type), and re-exports the kernel's
+//! variant controls ([`kernel`]) and forwards its `autotune` feature, so that the `fmar` crate
+//! needs no edge to the kernel crate. It exposes plain functions rather than
+//! `impl Trait for CubeBackend`: the extension trait lives in the `fmar` crate, and Rust's
+//! orphan rule puts its impls there.
 
 mod composed;
 mod cube;
+
+/// The kernel variants and control over which one runs, re-exported from `fmar-kernel` so that
+/// the layer above needs no edge to the kernel crate.
+pub mod kernel {
+    pub use fmar_kernel::{
+        Routine, TileKind, Variant, force_variant, forced_variant, last_launched_variant,
+    };
+}
 
 pub use composed::{composed_matmul_add_relu, try_composed_matmul_add_relu};
 pub use cube::{fused_matmul_add_relu, input_copies, kernel_launches, try_fused_matmul_add_relu};

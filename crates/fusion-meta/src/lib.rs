@@ -118,6 +118,30 @@ pub enum Error {
         device: String,
     },
 
+    /// The environment variable that names a device names none this build has.
+    #[error(
+        "{variable}={value} names no device of this build; valid names: {}",
+        valid.join(", ")
+    )]
+    UnknownDevice {
+        /// The variable read (`BURN_DEVICE`).
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// The names this build accepts.
+        valid: Vec<&'static str>,
+    },
+
+    /// The device the environment variable names is compiled in, but none answered on this
+    /// machine (no GPU, no driver).
+    #[error("{variable}={value}: no such device answered on this machine (no device or driver)")]
+    DeviceUnavailable {
+        /// The variable read (`BURN_DEVICE`).
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
+
     /// `rhs` or `bias` is on another device than `lhs`.
     #[error("{OP_NAME}: `{operand}` is on device {device} but `lhs` is on device {lhs}")]
     DeviceMismatch {
@@ -284,6 +308,53 @@ pub fn check_output_fits(
     Ok(())
 }
 
+/// One input of a call, as [`check_call`] sees it: metadata only, nothing is read.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a, D> {
+    /// The tensor's device.
+    pub device: &'a D,
+    /// Its dtype.
+    pub dtype: DType,
+    /// Its shape.
+    pub shape: &'a Shape,
+}
+
+/// The output a valid call produces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputMeta {
+    /// Its shape, [`try_output_shape`]'s.
+    pub shape: Shape,
+    /// Its dtype, [`try_output_dtype`]'s.
+    pub dtype: DType,
+}
+
+/// Every rule of the operation, in one order, for every layer that checks a call (the public
+/// API at the call, each backend's forward at execution): the devices match, the dtypes match
+/// and are supported by fmar and by the device (`device_supports`), the shapes give an output,
+/// and that output fits in one buffer of at most `max_buffer_bytes` (when the device states a
+/// limit). The first rule broken is the error.
+pub fn check_call<D: PartialEq + std::fmt::Debug>(
+    lhs: Input<'_, D>,
+    rhs: Input<'_, D>,
+    bias: Input<'_, D>,
+    device_supports: impl FnOnce(DType) -> bool,
+    max_buffer_bytes: Option<u64>,
+) -> Result<OutputMeta, Error> {
+    try_same_device(lhs.device, rhs.device, bias.device)?;
+    let dtype = try_output_dtype(lhs.dtype, rhs.dtype, bias.dtype)?;
+    if !device_supports(dtype) {
+        return Err(Error::UnsupportedDtype {
+            dtype,
+            reason: format!("on device {:?}", lhs.device),
+        });
+    }
+    let shape = try_output_shape(lhs.shape, rhs.shape, bias.shape)?;
+    if let Some(limit) = max_buffer_bytes {
+        check_output_fits(&shape, dtype, limit, lhs.device)?;
+    }
+    Ok(OutputMeta { shape, dtype })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,6 +431,54 @@ mod tests {
     fn rank_one_is_rejected_before_indexing() {
         let err = try_output_shape(&shape(&[4]), &shape(&[4, 2]), &shape(&[2])).unwrap_err();
         assert!(matches!(err, Error::Rank { operand: "lhs", .. }), "{err}");
+    }
+
+    #[test]
+    fn check_call_applies_the_rules_in_order() {
+        let (lhs, rhs, bias) = (shape(&[2, 3, 4]), shape(&[2, 4, 5]), shape(&[5]));
+        let bad_rhs = shape(&[2, 6, 5]);
+        // `rhs` varies; `lhs` and `bias` are F16 on device "a".
+        let call = |device: &str, dtype, rhs: &Shape, supports: fn(DType) -> bool, limit| {
+            let input = |device, dtype, shape| Input {
+                device,
+                dtype,
+                shape,
+            };
+            check_call(
+                input(&"a", DType::F16, &lhs),
+                input(&device, dtype, rhs),
+                input(&"a", DType::F16, &bias),
+                supports,
+                limit,
+            )
+        };
+        let all = |_| true;
+        assert_eq!(
+            call("a", DType::F16, &rhs, all, Some(1 << 20)),
+            Ok(OutputMeta {
+                shape: shape(&[2, 3, 5]),
+                dtype: DType::F16
+            })
+        );
+        // Devices before dtypes, dtypes before device support, support before shapes, shapes
+        // before the output's size.
+        let err = call("b", DType::F32, &bad_rhs, all, Some(0));
+        assert!(matches!(err, Err(Error::DeviceMismatch { .. })), "{err:?}");
+        let err = call("a", DType::F32, &bad_rhs, all, Some(0));
+        assert!(matches!(err, Err(Error::DtypeMismatch { .. })), "{err:?}");
+        let err = call("a", DType::F16, &bad_rhs, |d| d == DType::F32, Some(0));
+        assert!(
+            matches!(err, Err(Error::UnsupportedDtype { .. })),
+            "{err:?}"
+        );
+        let err = call("a", DType::F16, &bad_rhs, all, Some(0));
+        assert!(matches!(err, Err(Error::InnerDim { .. })), "{err:?}");
+        let err = call("a", DType::F16, &rhs, all, Some(59));
+        assert!(
+            matches!(err, Err(Error::OutputTooLarge { bytes: 60, .. })),
+            "{err:?}"
+        );
+        assert!(call("a", DType::F16, &rhs, all, None).is_ok());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! [`force_variant`]), else the fastest by measurement (cubecl's autotune, with this crate's
 //! `autotune` feature), else a heuristic.
 
-use crate::{LaunchError, Operands, Routine, Variant, launch_variant};
+use crate::contract::Dims;
+use crate::{LaunchError, Operands, Routine, TileKind, Variant, run_checked};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::TensorBinding;
@@ -48,7 +49,7 @@ pub fn forced_variant() -> Option<Variant> {
     }
     let from_env = std::env::var("FMAR_KERNEL").ok().map(|name| {
         Variant::from_name(&name).unwrap_or_else(|| {
-            let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+            let names: Vec<String> = Variant::ALL.iter().map(|v| v.name()).collect();
             panic!("FMAR_KERNEL={name} names no fmar kernel variant; one of {names:?}")
         })
     });
@@ -58,27 +59,29 @@ pub fn forced_variant() -> Option<Variant> {
     from_env
 }
 
+/// Runs the forced, autotuned or heuristic variant on checked, non-empty operands.
 pub(crate) fn launch_selected(
     client: &Client,
     operands: Operands,
     dtype: ElemType,
+    dims: Dims,
 ) -> Result<(), LaunchError> {
     if let Some(variant) = forced_variant() {
         // A forced variant that cannot run this problem here (no tensor cores, say) falls back
         // to the normal choice rather than fail the user's operation; `last_launched_variant`
         // tells which ran.
-        match launch_variant(client, operands.clone(), dtype, variant) {
-            Err(LaunchError::Unavailable { .. }) => {}
+        match run_checked(client, operands.clone(), dtype, dims, variant) {
+            Err(error) if error.is_variant_specific() => {}
             other => return other,
         }
     }
     #[cfg(feature = "autotune")]
     {
-        autotune::launch(client, operands, dtype)
+        autotune::launch(client, operands, dtype, dims)
     }
     #[cfg(not(feature = "autotune"))]
     {
-        launch_heuristic(client, operands, dtype)
+        launch_heuristic(client, operands, dtype, dims)
     }
 }
 
@@ -91,20 +94,19 @@ fn launch_heuristic(
     client: &Client,
     operands: Operands,
     dtype: ElemType,
+    dims: Dims,
 ) -> Result<(), LaunchError> {
-    let dims = Dims::of(&operands);
     if dims.m * dims.n * dims.k >= 1 << 27 && has_tensor_cores(client, dtype) {
-        match launch_variant(
-            client,
-            operands.clone(),
-            dtype,
-            Variant::Accelerated(Routine::SimpleMultiRowsMma),
-        ) {
-            Err(LaunchError::Unavailable { .. }) => {}
+        let multi_row_mma = Variant::Accelerated(Routine::Simple {
+            tile: TileKind::Mma,
+            multi_rows: true,
+        });
+        match run_checked(client, operands.clone(), dtype, dims, multi_row_mma) {
+            Err(error) if error.is_variant_specific() => {}
             other => return other,
         }
     }
-    launch_variant(client, operands, dtype, Variant::Tiled)
+    run_checked(client, operands, dtype, dims, Variant::Tiled)
 }
 
 fn has_tensor_cores(client: &Client, dtype: ElemType) -> bool {
@@ -116,44 +118,12 @@ fn has_tensor_cores(client: &Client, dtype: ElemType) -> bool {
         .any(|config| config.a_type == dtype)
 }
 
-/// The problem's sizes and layout, as the tuner keys them.
-#[derive(Debug, Clone, Copy)]
-struct Dims {
-    m: usize,
-    n: usize,
-    k: usize,
-    #[cfg_attr(not(feature = "autotune"), allow(dead_code))]
-    batch: usize,
-}
-
-impl Dims {
-    fn of(operands: &Operands) -> Self {
-        let shape = &operands.out.shape;
-        let rank = shape.len();
-        let (m, n) = (shape[rank - 2], shape[rank - 1]);
-        let k = operands.lhs.shape[rank - 1];
-        let batch = shape[..rank - 2].iter().product();
-        Self { m, n, k, batch }
-    }
-}
-
 #[cfg_attr(not(feature = "autotune"), allow(dead_code))]
 /// Whether `binding`'s last dim is contiguous (stride 1): row-major for `lhs`/`rhs`, or a bias
 /// that can be read in vectors along the output's rows.
 fn last_dim_contiguous(binding: &TensorBinding) -> bool {
     let rank = binding.shape.len();
     binding.strides[rank - 1] == 1 || binding.shape[rank - 1] <= 1
-}
-
-impl Clone for Operands {
-    fn clone(&self) -> Self {
-        Operands {
-            lhs: self.lhs.clone(),
-            rhs: self.rhs.clone(),
-            bias: self.bias.clone(),
-            out: self.out.clone(),
-        }
-    }
 }
 
 #[cfg(feature = "autotune")]
@@ -187,10 +157,11 @@ mod autotune {
         client: Client,
         operands: Operands,
         dtype: ElemType,
+        dims: Dims,
     }
 
     fn key(launch: &Launch) -> FusedKey {
-        let dims = Dims::of(&launch.operands);
+        let dims = launch.dims;
         FusedKey::new(
             format!("{:?}", launch.dtype),
             dims.m,
@@ -212,6 +183,7 @@ mod autotune {
         client: &Client,
         operands: Operands,
         dtype: ElemType,
+        dims: Dims,
     ) -> Result<(), LaunchError> {
         static TUNER: LocalTuner<FusedKey, CubeTuneId> = local_tuner!("fmar-fused-matmul");
         let device = cubecl::Device::from_id(client.service_id().device);
@@ -221,8 +193,14 @@ mod autotune {
             for variant in candidates() {
                 // A candidate that cannot run this problem here returns an error, and the tuner
                 // skips it; the tiled kernel always runs, so the set never comes up empty.
-                set = set.with(Tunable::new(variant.name(), move |launch: Launch| {
-                    launch_variant(&launch.client, launch.operands, launch.dtype, variant)
+                set = set.with(Tunable::new(&variant.name(), move |launch: Launch| {
+                    let Launch {
+                        client,
+                        operands,
+                        dtype,
+                        dims,
+                    } = launch;
+                    run_checked(&client, operands, dtype, dims, variant)
                         .map_err(|error| error.to_string())
                 }));
             }
@@ -236,6 +214,7 @@ mod autotune {
                 client: client.clone(),
                 operands,
                 dtype,
+                dims,
             },
         );
         Ok(())
