@@ -1,7 +1,12 @@
-//! fmar's [`MatmulArgs`] for cubek-matmul: the operands as batched views, the bias loaded as
-//! the initial accumulator (`C` in `A @ B + C`, read through its broadcast strides), and an
-//! output view that applies the ReLU as it writes. This is how an epilogue rides on cubek's
-//! routines without a second kernel, as Burn's fusion does.
+//! fmar's [`MatmulArgs`] for cubek-matmul: the operands as batched views, no accumulator, and
+//! an output view that computes the epilogue as it writes: `relu(acc + bias)`, the bias read
+//! through its own broadcast view at the written position. This is how an epilogue rides on
+//! cubek's routines without a second kernel, as Burn's fusion does.
+//!
+//! The bias is added on the write side rather than loaded as the accumulator (`C` in
+//! `A @ B + C`): an accumulator costs a full f32 stage of shared memory, and cubek's
+//! plane-specialized routines load it on every plane, load planes included, which faulted the
+//! device. Burn's fused path passes no accumulator either.
 
 use cubecl::prelude::*;
 use cubecl::std::tensor::layout::{Coords1d, VirtualLayout};
@@ -13,28 +18,28 @@ use cubecl::{intrinsic, prelude::barrier::BarrierExpand};
 use cubek_matmul::multi_level::args::{BatchedCoords, MatmulArgs};
 use cubek_matmul::multi_level::components::global::memory::GlobalLayoutConfig;
 
-/// fmar's [`MatmulArgs`]: plain tensors in, bias as the accumulator, ReLU on write.
+/// fmar's [`MatmulArgs`]: plain tensors in, `relu(acc + bias)` on write.
 #[derive(Clone)]
 pub(crate) struct FusedArgs;
 
-/// Inputs of [`FusedArgs`]: each operand as a 2-D view with its batch layout.
+/// Inputs of [`FusedArgs`]: `lhs` and `rhs` as 2-D views with their batch layouts (cubek maps
+/// the batch), and the bias as a view whose own layout maps the output's batch index (it is
+/// read at the output's coordinates).
 #[derive(CubeLaunch, CubeType, Clone)]
 #[expand(derive(Clone))]
-pub(crate) struct FusedInputs<Lhs: CubePrimitive, Rhs: CubePrimitive, Acc: CubePrimitive> {
+pub(crate) struct FusedInputs<Lhs: CubePrimitive, Rhs: CubePrimitive, Bias: CubePrimitive> {
     lhs_batch: VirtualLayout<Coords1d, Coords1d>,
     lhs: View<'static, Lhs, BatchedCoords>,
     rhs_batch: VirtualLayout<Coords1d, Coords1d>,
     rhs: View<'static, Rhs, BatchedCoords>,
-    bias_batch: VirtualLayout<Coords1d, Coords1d>,
-    bias: View<'static, Acc, BatchedCoords>,
+    bias: View<'static, Bias, BatchedCoords>,
 }
 
-/// Output of [`FusedArgs`]: the output tensor's view and batch layout.
+/// Output of [`FusedArgs`]: the output's view, whose layout maps the batch index itself.
 #[derive(CubeLaunch, CubeType, Clone)]
 #[expand(derive(Clone))]
 pub(crate) struct FusedOutput<EO: CubePrimitive> {
     view: ViewMut<'static, EO, BatchedCoords>,
-    batch: VirtualLayout<Coords1d, Coords1d>,
 }
 
 #[cube]
@@ -84,29 +89,32 @@ impl MatmulArgs for FusedArgs {
     }
 
     fn view_acc<Lhs: CubePrimitive, Rhs: CubePrimitive, EO: CubePrimitive>(
-        state: &Self::State<Lhs, Rhs, EO>,
+        _state: &Self::State<Lhs, Rhs, EO>,
     ) -> ComptimeOption<View<'_, EO, BatchedCoords>> {
-        ComptimeOption::new_Some(state.0.bias)
+        // No accumulator: the bias is added as the output is written.
+        ComptimeOption::new_None()
     }
 
     fn batch_acc<Lhs: CubePrimitive, Rhs: CubePrimitive, EO: CubePrimitive>(
-        state: &Self::State<Lhs, Rhs, EO>,
+        _state: &Self::State<Lhs, Rhs, EO>,
         batch: usize,
     ) -> usize {
-        state.0.bias_batch.to_source_pos(batch)
+        batch
     }
 
     fn view_out<Lhs: CubePrimitive, Rhs: CubePrimitive, EO: CubePrimitive>(
         state: &Self::State<Lhs, Rhs, EO>,
     ) -> ViewMut<'_, EO, BatchedCoords> {
-        relu_on_write(state.1.view)
+        bias_relu_on_write(state.1.view, state.0.bias)
     }
 
+    /// The output's batch index, unmapped: the output view and the bias view each map it
+    /// through their own layout, so the epilogue can read the bias at the written position.
     fn batch_out<Lhs: CubePrimitive, Rhs: CubePrimitive, EO: CubePrimitive>(
-        state: &Self::State<Lhs, Rhs, EO>,
+        _state: &Self::State<Lhs, Rhs, EO>,
         batch: usize,
     ) -> usize {
-        state.1.batch.to_source_pos(batch)
+        batch
     }
 
     fn runtime_config<Lhs: CubePrimitive, Rhs: CubePrimitive, EO: CubePrimitive>(
@@ -115,36 +123,47 @@ impl MatmulArgs for FusedArgs {
     }
 }
 
-/// `view`, with every value it writes passed through the ReLU first.
+/// `view`, with every value `x` it writes at a position replaced by `relu(x + bias[position])`.
 #[cube]
 #[allow(unused_variables)]
-fn relu_on_write<E: CubePrimitive>(
+fn bias_relu_on_write<E: CubePrimitive>(
     view: ViewMut<'static, E, BatchedCoords>,
+    bias: View<'static, E, BatchedCoords>,
 ) -> ViewMut<'static, E, BatchedCoords> {
-    intrinsic!(|scope| { ViewMutExpand::new(scope, ReluViewExpand { inner: view }) })
+    intrinsic!(|scope| { ViewMutExpand::new(scope, ReluViewExpand { inner: view, bias }) })
 }
 
-/// A view whose writes apply `relu(x) = x <= 0 ? 0 : x` (NaN kept) before storing; reads and
-/// shapes are the inner view's.
+/// A view whose writes apply the epilogue, `relu(x + bias)` with `relu(y) = y <= 0 ? 0 : y`
+/// (NaN kept), before storing; reads and shapes are the inner view's.
 #[derive(CubeType, Clone)]
 #[expand(derive(Clone))]
 #[allow(dead_code)] // Only its expand type is built, at kernel expansion.
 struct ReluView<E: CubePrimitive> {
     inner: ViewMut<'static, E, BatchedCoords>,
+    bias: View<'static, E, BatchedCoords>,
 }
 
-/// The ReLU on a vector, computed in f32: casting f16/bf16/f32 values to f32 and back is exact,
-/// so the result is the storage type's own ReLU.
+/// The epilogue on a vector, in f32. The matmul's f32 sum reaches the output view already in
+/// the storage type, so half precisions round twice (the sum, then the sum plus the bias): at
+/// most one more half-precision ulp than rounding once.
 #[cube]
-fn relu_vector<N: Size>(value: Vector<f32, N>) -> Vector<f32, N> {
+fn bias_relu_vector<N: Size>(value: Vector<f32, N>, bias: Vector<f32, N>) -> Vector<f32, N> {
     let zero = Vector::<f32, N>::new(0.0);
-    select_many(value.less_equal(&zero), zero, value)
+    let sum = value + bias;
+    select_many(sum.less_equal(&zero), zero, sum)
 }
 
 impl<E: CubePrimitive> ReluViewExpand<E> {
-    fn relu(&self, scope: &Scope, value: E::ExpandType) -> E::ExpandType {
+    fn epilogue(
+        &self,
+        scope: &Scope,
+        pos: <BatchedCoords as CubeType>::ExpandType,
+        value: E::ExpandType,
+    ) -> E::ExpandType {
+        let bias = self.bias.__expand_read_checked_method(scope, pos);
         let widened = Vector::<f32, E::Size>::__expand_cast_from(scope, value);
-        let activated = relu_vector::expand::<E::Size>(scope, widened);
+        let bias = Vector::<f32, E::Size>::__expand_cast_from(scope, bias);
+        let activated = bias_relu_vector::expand::<E::Size>(scope, widened, bias);
         E::__expand_cast_from(scope, activated)
     }
 }
@@ -232,7 +251,7 @@ impl<E: CubePrimitive> ViewOperationsMutExpand<E, BatchedCoords> for ReluViewExp
         pos: <BatchedCoords as CubeType>::ExpandType,
         value: E::ExpandType,
     ) {
-        let value = self.relu(scope, value);
+        let value = self.epilogue(scope, pos.clone(), value);
         self.inner.__expand_write_method(scope, pos, value)
     }
 
@@ -242,7 +261,7 @@ impl<E: CubePrimitive> ViewOperationsMutExpand<E, BatchedCoords> for ReluViewExp
         pos: <BatchedCoords as CubeType>::ExpandType,
         value: E::ExpandType,
     ) {
-        let value = self.relu(scope, value);
+        let value = self.epilogue(scope, pos.clone(), value);
         self.inner.__expand_write_checked_method(scope, pos, value)
     }
 

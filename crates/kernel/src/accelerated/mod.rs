@@ -11,7 +11,7 @@ pub(crate) mod routine;
 use crate::{LaunchError, Operands, Variant};
 use args::{FusedArgs, FusedInputsLaunch, FusedOutputLaunch};
 use cubecl::client::Client;
-use cubecl::ir::ElemType;
+use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::std::tensor::launch::ViewArg;
 use cubecl::std::tensor::layout::VirtualLayoutLaunch;
@@ -27,11 +27,16 @@ use cubek_matmul::multi_level::routines::batch::double_buffering::{
     CyclicDoubleBufferingAlgorithm, DoubleBufferingArgs,
 };
 use cubek_matmul::multi_level::routines::batch::double_unit::DoubleUnitAlgorithm;
+use cubek_matmul::multi_level::routines::batch::gemv_innerproduct::{
+    DoubleVecMatInnerProductAlgorithm, VecMatInnerProductAlgorithm,
+};
 use cubek_matmul::multi_level::routines::batch::ordered_double_buffering::{
     OrderedDoubleBufferingAlgorithm, OrderedSelectionArgs,
 };
 use cubek_matmul::multi_level::routines::batch::simple::{SimpleAlgorithm, SimpleArgs};
 use cubek_matmul::multi_level::routines::batch::simple_unit::SimpleUnitAlgorithm;
+use cubek_matmul::multi_level::routines::gemm::GemmRoutine;
+use cubek_matmul::multi_level::routines::gemv_unit_perpendicular::GemvUnitPerpendicularRoutine;
 use cubek_matmul::multi_level::{BatchMatmulRoutine, launch_kernel};
 use cubek_matmul::routine::BlueprintStrategy;
 pub use routine::{Routine, TileKind};
@@ -71,25 +76,39 @@ pub(crate) fn launch(
             launch_routine::<CyclicDoubleBufferingAlgorithm>(client, ops, dtype, &strategy)
         }
         Routine::OrderedDoubleBuffering { tile } => {
+            // Burn's fused path's arguments: 8 rows for half precisions (4 otherwise), two
+            // rows per plane, k split in two.
+            let half = matches!(dtype, ElemType::Float(FloatKind::F16 | FloatKind::BF16));
             let args = OrderedSelectionArgs {
+                row_count: Some(if half { 8 } else { 4 }),
+                rows_per_plane: Some(2),
+                partition_k: Some(2),
                 tile_matmul: tile_matmul(tile),
-                ..Default::default()
             };
             let strategy = BlueprintStrategy::Inferred(args);
             launch_routine::<OrderedDoubleBufferingAlgorithm>(client, ops, dtype, &strategy)
         }
-        Routine::SimpleUnit => launch_routine::<SimpleUnitAlgorithm>(
+        Routine::SimpleUnit => {
+            launch_routine::<SimpleUnitAlgorithm>(client, ops, dtype, &Default::default())
+        }
+        Routine::DoubleUnit => {
+            launch_routine::<DoubleUnitAlgorithm>(client, ops, dtype, &Default::default())
+        }
+        Routine::SimpleVecMat => {
+            launch_routine::<VecMatInnerProductAlgorithm>(client, ops, dtype, &Default::default())
+        }
+        Routine::DoubleVecMat => launch_routine::<DoubleVecMatInnerProductAlgorithm>(
             client,
             ops,
             dtype,
-            &BlueprintStrategy::Inferred(Default::default()),
+            &Default::default(),
         ),
-        Routine::DoubleUnit => launch_routine::<DoubleUnitAlgorithm>(
-            client,
-            ops,
-            dtype,
-            &BlueprintStrategy::Inferred(Default::default()),
-        ),
+        Routine::GemmNoStage => {
+            launch_routine::<GemmRoutine>(client, ops, dtype, &Default::default())
+        }
+        Routine::GemvUnitPerpendicular => {
+            launch_routine::<GemvUnitPerpendicularRoutine>(client, ops, dtype, &Default::default())
+        }
     };
     result.map_err(|error| LaunchError::Unavailable {
         variant,
@@ -132,8 +151,9 @@ fn launch_routine<A: BatchMatmulRoutine<()>>(
         None,
         None,
     )?;
-    // The bias is read as the accumulator, with the output's vector size: keep only the sizes
-    // that its strides allow too (a bias broadcast along columns reads one element at a time).
+    // The bias is read as the output is written, with the output's vector size: keep only the
+    // sizes that its strides allow too (a bias broadcast along columns reads one element at a
+    // time).
     let vector_sizes =
         AvailableVectorSizes::from_type_sizes(client, elem_size, elem_size, elem_size)
             .filter_lhs_with_tensor(&problem.lhs_strides, &problem.lhs_shape, problem.lhs_layout)
@@ -151,27 +171,28 @@ fn launch_routine<A: BatchMatmulRoutine<()>>(
     let batch = |binding: &TensorBinding| {
         VirtualLayoutLaunch::new::<BatchLayout>(BatchLayoutLaunch::from_handle(binding, &problem))
     };
-    let view = |binding: TensorBinding, config: GlobalLayoutConfig, vector_size| {
+    // `lhs` and `rhs`: cubek maps the batch (`batch_lhs`, `batch_rhs`) and the view reads one
+    // matrix.
+    let matrix_view = |binding: TensorBinding, config: GlobalLayoutConfig, vector_size| {
         let layout = GlobalLayoutLaunch::from_handle(&binding, vector_size, config);
         ViewArg::new_tensor::<GlobalLayout>(binding.into_tensor_arg(), layout)
     };
-    let (lhs_batch, rhs_batch, bias_batch, out_batch) = (
-        batch(&ops.lhs),
-        batch(&ops.rhs),
-        batch(&ops.bias),
-        batch(&ops.out),
-    );
+    // The bias and the output: each view maps the output's batch index itself, so that the
+    // epilogue reads the bias at the very coordinates it writes.
+    let batched_view = |binding: TensorBinding, vector_size| {
+        let config = blueprint.out_global_layout_config();
+        let layout =
+            GlobalLayoutLaunch::from_handle_batched(&binding, &problem, vector_size, config);
+        ViewArg::new_tensor::<GlobalLayout>(binding.into_tensor_arg(), layout)
+    };
+    let (lhs_batch, rhs_batch) = (batch(&ops.lhs), batch(&ops.rhs));
     let inputs = FusedInputsLaunch::new(
         lhs_batch,
-        view(ops.lhs, blueprint.lhs_global_layout_config(), sizes.lhs),
+        matrix_view(ops.lhs, blueprint.lhs_global_layout_config(), sizes.lhs),
         rhs_batch,
-        view(ops.rhs, blueprint.rhs_global_layout_config(), sizes.rhs),
-        bias_batch,
-        view(ops.bias, blueprint.out_global_layout_config(), sizes.out),
+        matrix_view(ops.rhs, blueprint.rhs_global_layout_config(), sizes.rhs),
+        batched_view(ops.bias, sizes.out),
     );
-    let output = FusedOutputLaunch::new(
-        view(ops.out, blueprint.out_global_layout_config(), sizes.out),
-        out_batch,
-    );
+    let output = FusedOutputLaunch::new(batched_view(ops.out, sizes.out));
     launch_kernel::<FusedArgs, A>(client, inputs, output, (), launch_info)
 }

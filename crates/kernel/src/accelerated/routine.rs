@@ -52,12 +52,21 @@ pub enum Routine {
     SimpleUnit,
     /// Double-buffered, no tensor cores.
     DoubleUnit,
+    /// Vector-matrix inner products, one stage: for `m = 1` and other thin problems.
+    SimpleVecMat,
+    /// Vector-matrix inner products, double-buffered.
+    DoubleVecMat,
+    /// A general matmul without shared-memory stages (units read global memory directly).
+    GemmNoStage,
+    /// Matrix-vector with each unit along the output's columns, for `m = 1`-like problems.
+    GemvUnitPerpendicular,
 }
 
 impl Routine {
-    /// The catalogue: every routine, tensor-core ones first.
-    pub const ALL: [Routine; 12] = {
-        let mut all = [Routine::SimpleUnit; 12];
+    /// The catalogue: every routine, tensor-core ones first, then the ones without tensor
+    /// cores, then the vector and gemv ones. It holds every candidate of Burn's fused matmul.
+    pub const ALL: [Routine; 16] = {
+        let mut all = [Routine::SimpleUnit; 16];
         let mut i = 0;
         while i < TileKind::ALL.len() {
             let tile = TileKind::ALL[i];
@@ -82,6 +91,10 @@ impl Routine {
         }
         all[10] = Routine::SimpleUnit;
         all[11] = Routine::DoubleUnit;
+        all[12] = Routine::SimpleVecMat;
+        all[13] = Routine::DoubleVecMat;
+        all[14] = Routine::GemmNoStage;
+        all[15] = Routine::GemvUnitPerpendicular;
         all
     };
 
@@ -100,6 +113,10 @@ impl Routine {
             Routine::OrderedDoubleBuffering { tile } => format!("ordered_double_{}", tile.suffix()),
             Routine::SimpleUnit => "simple_unit".into(),
             Routine::DoubleUnit => "double_unit".into(),
+            Routine::SimpleVecMat => "simple_vec_mat".into(),
+            Routine::DoubleVecMat => "double_vec_mat".into(),
+            Routine::GemmNoStage => "gemm_no_stage".into(),
+            Routine::GemvUnitPerpendicular => "gemv_unit_perpendicular".into(),
         }
     }
 
@@ -107,16 +124,18 @@ impl Routine {
     /// time rather than be refused by cubek's setup. A fault that poisons the device is no
     /// candidate to measure.
     ///
-    /// Seen on an H200 through CUDA/NVRTC (BENCHMARKS.md): the plane-specialized
-    /// double-buffered routines stopped the device with "illegal instruction" (CUDA error 715)
-    /// and "illegal address" (700); the unit routines in half precision fail their launch with
-    /// "too many resources requested".
+    /// Seen on an H200 through CUDA/NVRTC (BENCHMARKS.md): the unit routines in half precision
+    /// fail their launch with "too many resources requested"; the plane-specialized routines
+    /// faulted the device ("illegal instruction", CUDA error 715, and "illegal address", 700)
+    /// while fmar loaded the bias as the accumulator, which their load planes read out of
+    /// bounds. They stay refused until they pass the property harness on a GPU with the bias
+    /// added on write.
     pub(crate) fn known_fault(self, dtype: ElemType) -> Option<&'static str> {
         let half = matches!(dtype, ElemType::Float(FloatKind::F16 | FloatKind::BF16));
         match self {
             Routine::DoubleBuffering {
                 specialized: true, ..
-            } => Some("plane-specialized routines fault the device (CUDA error 715/700)"),
+            } => Some("plane-specialized routines faulted the device (CUDA error 715/700)"),
             Routine::SimpleUnit | Routine::DoubleUnit if half => {
                 Some("unit routines in half precision fail their launch (too many resources)")
             }
