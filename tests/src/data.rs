@@ -36,6 +36,45 @@ impl Precision {
             Precision::BF16 => f64::powi(2.0, -8),
         }
     }
+
+    /// The size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Precision::F32 => 4,
+            Precision::F16 | Precision::BF16 => 2,
+        }
+    }
+
+    /// `values` rounded to this precision, as the little-endian bytes a device buffer holds.
+    pub fn encode(self, values: &[f64]) -> Vec<u8> {
+        values
+            .iter()
+            .flat_map(|&x| match self {
+                Precision::F32 => (x as f32).to_le_bytes().to_vec(),
+                Precision::F16 => half::f16::from_f64(x).to_le_bytes().to_vec(),
+                Precision::BF16 => half::bf16::from_f64(x).to_le_bytes().to_vec(),
+            })
+            .collect()
+    }
+
+    /// The values that little-endian `bytes` of this precision hold, widened to f64: the
+    /// inverse of [`encode`](Self::encode). Panics on a trailing partial element.
+    pub fn decode(self, bytes: &[u8]) -> Vec<f64> {
+        assert_eq!(
+            bytes.len() % self.size(),
+            0,
+            "{} bytes are no whole number of {self:?} elements",
+            bytes.len()
+        );
+        bytes
+            .chunks_exact(self.size())
+            .map(|c| match self {
+                Precision::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+                Precision::F16 => half::f16::from_le_bytes(c.try_into().unwrap()).to_f64(),
+                Precision::BF16 => half::bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),
+            })
+            .collect()
+    }
 }
 
 /// A small, fast generator (SplitMix64). Tests draw fresh data on every run: the seed comes
@@ -114,4 +153,41 @@ pub fn should_run(precision: Precision, supported: bool) -> bool {
     }
     eprintln!("skipping {name}: the device does not support it");
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_then_decode_gives_the_rounded_values_back() {
+        let mut rng = Rng::fresh();
+        for precision in Precision::ALL {
+            let values = rng.values(17, -3.0, 3.0, precision);
+            let mut with_specials = values.clone();
+            with_specials.extend([0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY]);
+            let bytes = precision.encode(&with_specials);
+            assert_eq!(bytes.len(), with_specials.len() * precision.size());
+            let back = precision.decode(&bytes);
+            assert_eq!(
+                back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                with_specials
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>(),
+                "{precision:?}, seed {}",
+                rng.seed()
+            );
+            assert!(precision.decode(&precision.encode(&[f64::NAN]))[0].is_nan());
+        }
+    }
+
+    #[test]
+    fn encode_rounds_to_the_precision() {
+        // 1 + 2^-12 is between two f16 values and two bf16 values; f32 holds it exactly.
+        let x = 1.0 + f64::powi(2.0, -12);
+        assert_eq!(Precision::F32.decode(&Precision::F32.encode(&[x])), [x]);
+        assert_eq!(Precision::F16.decode(&Precision::F16.encode(&[x])), [1.0]);
+        assert_eq!(Precision::BF16.decode(&Precision::BF16.encode(&[x])), [1.0]);
+    }
 }

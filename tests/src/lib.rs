@@ -4,8 +4,11 @@
 //!
 //! Every crate's tests use it as a dev-dependency, and this package's integration tests (in
 //! `tests/`) use it with fmar's public API. It depends on no part of fmar and on no GPU crate, so
-//! a swapped-in kernel crate can run the same checks.
+//! a swapped-in kernel crate can run the same checks. The `burn` feature adds `burn_io`, host
+//! data in and out of Burn tensors, for the tests that run on Burn.
 
+#[cfg(feature = "burn")]
+pub mod burn_io;
 pub mod cases;
 pub mod check;
 pub mod data;
@@ -17,4 +20,4 @@ pub use cases::{Case, Layout, case, case_count, for_random_cases};
 pub use check::{Outcome, check_outcome};
 pub use data::{Precision, Rng, should_run};
 pub use reference::{Gradients, HostTensor, Problem};
-pub use tolerance::{Tolerance, Tolerances, assert_close, tf32_matmuls};
+pub use tolerance::{Tolerance, Tolerances, assert_close, tf32_matmuls, worst_relative_error};

@@ -150,3 +150,26 @@ pub fn assert_close(
         );
     }
 }
+
+/// The largest `|actual - expected| / |expected|` over the elements (0 where they are equal):
+/// how far off a result is, for tests that show a wrong implementation is visibly wrong rather
+/// than just outside a bound. NaN if any element is NaN; infinite if an element expected to be
+/// 0 is not.
+pub fn worst_relative_error(actual: &[f64], expected: &[f64]) -> f64 {
+    assert_eq!(
+        actual.len(),
+        expected.len(),
+        "compared slices differ in length"
+    );
+    actual
+        .iter()
+        .zip(expected)
+        .map(|(&a, &e)| if a == e { 0.0 } else { (a - e).abs() / e.abs() })
+        .fold(0.0, |worst: f64, error| {
+            if worst.is_nan() || error.is_nan() {
+                f64::NAN
+            } else {
+                worst.max(error)
+            }
+        })
+}

@@ -1,22 +1,15 @@
 //! The CPU fallback: on Burn's pure-Rust Flex backend (no GPU, no driver) fmar computes the same
-//! function and gradients, against the f64 reference.
+//! function and gradients, against the f64 reference; and `fmar::default_device` says truly
+//! which device it picked, and picks Flex over a wgpu software rasterizer.
 
-use burn::tensor::{Device, Tensor, TensorData};
-use fmar::{matmul_add_relu_nd, try_matmul_add_relu_nd};
-use fmar_tests::{HostTensor, Outcome, Precision, Problem, Rng, Tolerances, check_outcome};
+mod common;
 
-fn tensor<const D: usize>(host: &HostTensor, device: &Device) -> Tensor<D> {
-    let values: Vec<f32> = host.data.iter().map(|&x| x as f32).collect();
-    Tensor::from_data(TensorData::new(values, host.shape.clone()), device)
-}
-
-fn values<const D: usize>(tensor: Tensor<D>) -> Vec<f64> {
-    tensor
-        .into_data()
-        .convert::<f64>()
-        .try_into_vec::<f64>()
-        .unwrap()
-}
+use burn::backend::DispatchDevice;
+use burn::tensor::{Device, DeviceKind, Tensor};
+use burn_cubecl::CubeDevice;
+use common::{outcome_nd, values};
+use fmar::{Adapter, Runtime, matmul_add_relu_nd, try_matmul_add_relu_nd};
+use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerances, check_outcome};
 
 #[test]
 fn flex_forward_and_gradients_match_f64() {
@@ -29,8 +22,8 @@ fn flex_forward_and_gradients_match_f64() {
         let problem = Problem::random(lhs, rhs, bias, &mut rng, Precision::F32);
         let upstream = HostTensor::random(&problem.output.shape, &mut rng, Precision::F32);
         let outcome = match lhs.len() {
-            3 => run::<3, 1>(&problem, &upstream, &device),
-            _ => run::<4, 2>(&problem, &upstream, &device),
+            3 => outcome_nd::<3, 1>(&problem, &upstream, &device, Precision::F32),
+            _ => outcome_nd::<4, 2>(&problem, &upstream, &device, Precision::F32),
         };
         check_outcome(
             &format!("flex lhs {lhs:?} rhs {rhs:?} bias {bias:?}"),
@@ -41,28 +34,6 @@ fn flex_forward_and_gradients_match_f64() {
             [true; 3],
             rng.seed(),
         );
-    }
-}
-
-fn run<const D: usize, const B: usize>(
-    problem: &Problem,
-    upstream: &HostTensor,
-    device: &Device,
-) -> Outcome {
-    let lhs = tensor::<D>(&problem.lhs, device).require_grad();
-    let rhs = tensor::<D>(&problem.rhs, device).require_grad();
-    let bias = tensor::<B>(&problem.bias, device).require_grad();
-    let out = matmul_add_relu_nd(lhs.clone(), rhs.clone(), bias.clone());
-    let grads = (out.clone() * tensor::<D>(upstream, device))
-        .sum()
-        .backward();
-    Outcome {
-        output: values(out),
-        grads: [
-            Some(values(lhs.grad(&grads).unwrap())),
-            Some(values(rhs.grad(&grads).unwrap())),
-            Some(values(bias.grad(&grads).unwrap())),
-        ],
     }
 }
 
@@ -78,9 +49,90 @@ fn flex_refuses_bad_input_with_the_same_typed_error() {
     assert!(matches!(error, fmar::Error::InnerDim { .. }), "{error}");
 }
 
+/// The runtime and adapter `device` is, as Burn tells them (not as fmar reports them).
+fn runtime_and_adapter(device: &Device) -> (Runtime, Adapter) {
+    let runtime = match device.as_dispatch() {
+        DispatchDevice::Flex(_) => return (Runtime::Cpu, Adapter::Host),
+        DispatchDevice::Cube(CubeDevice::Wgpu(_)) => Runtime::Wgpu,
+        DispatchDevice::Cube(CubeDevice::Cuda(_)) => Runtime::Cuda,
+        #[allow(unreachable_patterns)]
+        other => panic!("default_device picked a device fmar never picks: {other:?}"),
+    };
+    let identity = device
+        .identity()
+        .expect("a CubeCL device reports its identity");
+    // CubeCL reports no physical card for a software rasterizer.
+    let adapter = match identity.physical {
+        Some(_) => Adapter::Gpu,
+        None => Adapter::SoftwareRasterizer,
+    };
+    (runtime, adapter)
+}
+
+/// What wgpu's default adapter is on this machine, opened here rather than by fmar: `None` when
+/// no adapter answers.
+fn default_wgpu_adapter() -> Option<Adapter> {
+    let opened = std::panic::catch_unwind(|| {
+        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        Tensor::<1>::zeros([1], &device).into_data();
+        runtime_and_adapter(&device).1
+    });
+    opened.ok()
+}
+
+/// The choice reports the device it holds, and, unless `BURN_DEVICE` names one, is the fastest:
+/// a GPU where there is one, else Flex, never a wgpu software rasterizer (Flex does the same
+/// work on the same cores far faster). Tests share one process, so this one reads
+/// `BURN_DEVICE` and expects accordingly rather than set it.
 #[test]
 fn default_device_reports_its_runtime() {
     let choice = fmar::default_device();
+    assert_eq!(
+        (choice.runtime, choice.adapter),
+        runtime_and_adapter(&choice.device),
+        "the choice misreports its device: {choice}"
+    );
+    match std::env::var(fmar::DEVICE_VARIABLE) {
+        Ok(name) => {
+            assert!(
+                choice.requested,
+                "{} is set: {choice}",
+                fmar::DEVICE_VARIABLE
+            );
+            let named = match name.trim().to_lowercase().as_str() {
+                "cuda" => Runtime::Cuda,
+                "wgpu" | "vulkan" => Runtime::Wgpu,
+                _ => Runtime::Cpu, // `flex` or `cpu`; any other name fails `default_device`
+            };
+            assert_eq!(
+                choice.runtime,
+                named,
+                "{}={name}: {choice}",
+                fmar::DEVICE_VARIABLE
+            );
+        }
+        Err(_) => {
+            assert!(!choice.requested, "{choice}");
+            assert_ne!(
+                choice.adapter,
+                Adapter::SoftwareRasterizer,
+                "a software rasterizer is never the default: {choice}"
+            );
+            // A CUDA GPU, where fmar is built with CUDA and one answers, wins over wgpu.
+            if choice.runtime != Runtime::Cuda {
+                let wgpu = default_wgpu_adapter();
+                let expected = match wgpu {
+                    Some(Adapter::Gpu) => Runtime::Wgpu,
+                    // A software rasterizer, or no wgpu adapter at all: the CPU through Flex.
+                    _ => Runtime::Cpu,
+                };
+                assert_eq!(
+                    choice.runtime, expected,
+                    "wgpu's default adapter is {wgpu:?}: {choice}"
+                );
+            }
+        }
+    }
     let out = matmul_add_relu_nd(
         Tensor::<2>::ones([2, 3], &choice.device),
         Tensor::<2>::ones([3, 4], &choice.device),

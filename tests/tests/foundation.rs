@@ -5,11 +5,11 @@
 mod common;
 
 use burn::tensor::{DType, Device, Tensor};
-use common::{Op, dtype, forward_backward, tensor, values};
+use common::{Op, forward_backward, runs, tensor, values};
 use fmar::{matmul_add_relu, matmul_add_relu_reference};
 use fmar_tests::{
     HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, assert_close,
-    check_outcome, should_run, tf32_matmuls,
+    check_outcome, tf32_matmuls,
 };
 
 /// Checks `op`'s forward and gradients against the f64 reference.
@@ -96,10 +96,7 @@ fn f32_forward_and_gradients_match_f64_reference() {
 #[test]
 fn half_precision_forward_and_gradients_match_f64_reference() {
     for precision in [Precision::F16, Precision::BF16] {
-        if should_run(
-            precision,
-            Device::default().supports_dtype(dtype(precision)),
-        ) {
+        if runs(precision) {
             check_all(precision);
         }
     }

@@ -13,19 +13,18 @@
 
 use burn::backend::fusion::Fusion;
 use burn::backend::{AutodiffBackend, Backend, DispatchDevice, TensorMetadata};
-use burn::tensor::{DType, Shape, Slice, TensorData, read_sync};
+use burn::tensor::{DType, Shape, Slice};
 use burn_autodiff::Autodiff;
 use burn_cubecl::{CubeBackend, CubeDevice};
 use fmar::FusedMatmulAddReluBackend;
 use fmar_fusion_meta::{output_dtype, output_shape};
+use fmar_tests::burn_io::{FloatTensor, dtype, primitive, primitive_values};
 use fmar_tests::{
     Case, HostTensor, Layout, Outcome, Precision, Problem, Rng, Tolerances, check_outcome,
     for_random_cases, layout, tf32_matmuls,
 };
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-
-type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
 
 /// Burn's default CubeCL device (so `BURN_DEVICE=cuda` runs the harness on CUDA).
 fn device() -> CubeDevice {
@@ -36,22 +35,12 @@ fn device() -> CubeDevice {
     }
 }
 
-fn dtype(precision: Precision) -> DType {
-    match precision {
-        Precision::F32 => DType::F32,
-        Precision::F16 => DType::F16,
-        Precision::BF16 => DType::BF16,
-    }
-}
-
-fn from_values<B: Backend<Device = CubeDevice>>(
-    values: Vec<f64>,
-    shape: Vec<usize>,
+/// `host` on the device, row-major.
+fn from_host<B: Backend<Device = CubeDevice>>(
+    host: &HostTensor,
     precision: Precision,
 ) -> FloatTensor<B> {
-    let values: Vec<f32> = values.into_iter().map(|x| x as f32).collect();
-    let data = TensorData::new(values, shape).convert_dtype(dtype(precision));
-    B::float_from_data(data, &device())
+    primitive::<B>(host, &device(), precision)
 }
 
 /// `host` on the device in `layout`: the same logical values, different memory.
@@ -66,10 +55,9 @@ fn upload<B: Backend<Device = CubeDevice>>(
         return upload::<B>(host, Layout::Contiguous, precision);
     }
     match layout {
-        Layout::Contiguous => from_values::<B>(host.data.clone(), shape.clone(), precision),
+        Layout::Contiguous => from_host::<B>(host, precision),
         Layout::Transposed => {
-            let stored = layout::transposed(host);
-            let tensor = from_values::<B>(stored.data, stored.shape, precision);
+            let tensor = from_host::<B>(&layout::transposed(host), precision);
             B::float_swap_dims(tensor, rank - 2, rank - 1)
         }
         Layout::Sliced { pad, offset } => {
@@ -83,8 +71,7 @@ fn upload<B: Backend<Device = CubeDevice>>(
                 padded[dim] += pad[which];
                 starts[dim] = offset[which];
             }
-            let stored = layout::scatter(host, &padded, &starts, 1);
-            let tensor = from_values::<B>(stored.data, padded, precision);
+            let tensor = from_host::<B>(&layout::scatter(host, &padded, &starts, 1), precision);
             let slices: Vec<Slice> = (0..rank)
                 .map(|dim| Slice::from(starts[dim]..starts[dim] + shape[dim]))
                 .collect();
@@ -93,21 +80,13 @@ fn upload<B: Backend<Device = CubeDevice>>(
         Layout::Strided => {
             let mut wide = shape.clone();
             wide[rank - 1] *= 2;
-            let stored = layout::scatter(host, &wide, &vec![0; rank], 2);
-            let tensor = from_values::<B>(stored.data, wide, precision);
+            let tensor =
+                from_host::<B>(&layout::scatter(host, &wide, &vec![0; rank], 2), precision);
             let mut slices: Vec<Slice> = shape.iter().map(|&size| Slice::from(0..size)).collect();
             slices[rank - 1] = Slice::new(0, Some((2 * shape[rank - 1]) as isize), 2);
             B::float_slice(tensor, &slices)
         }
     }
-}
-
-fn download<B: Backend>(tensor: FloatTensor<B>) -> Vec<f64> {
-    read_sync(B::float_into_data(tensor))
-        .expect("readback")
-        .convert::<f64>()
-        .try_into_vec::<f64>()
-        .expect("f64 data")
 }
 
 /// Forward (with its metadata before execution) and gradients of one case on backend `B`.
@@ -134,12 +113,13 @@ where
     let upstream = upload::<B>(upstream, Layout::Contiguous, case.precision);
     let loss = B::float_sum(B::float_mul(output.clone(), upstream));
     let mut gradients = B::backward(loss);
-    let grads = [0, 1, 2]
-        .map(|i| B::grad_remove(&inputs[i], &mut gradients).map(download::<B::InnerBackend>));
+    let grads = [0, 1, 2].map(|i| {
+        B::grad_remove(&inputs[i], &mut gradients).map(primitive_values::<B::InnerBackend>)
+    });
     Run {
         announced,
         result: Outcome {
-            output: download::<B>(output),
+            output: primitive_values::<B>(output),
             grads,
         },
     }
@@ -147,7 +127,8 @@ where
 
 fn check_case(case: &Case) {
     if !CubeBackend::supports_dtype(&device(), dtype(case.precision)) {
-        return; // bf16 on wgpu: `dtypes.rs` checks that fmar refuses it with a typed error.
+        // bf16 on wgpu: `inputs.rs`'s `unsupported_dtype_error` checks that it is refused.
+        return;
     }
     let mut rng = Rng::fresh();
     let seed = rng.seed();
@@ -203,7 +184,7 @@ fn check_case(case: &Case) {
         seed,
     );
     let direct = Outcome {
-        output: download::<CubeBackend>(direct),
+        output: primitive_values::<CubeBackend>(direct),
         grads: [None, None, None],
     };
     check_outcome(
@@ -226,8 +207,8 @@ fn tally(key: String) {
 
 #[test]
 fn random_cases_match_the_f64_reference() {
-    // Draw only dtypes the device runs (bf16 is absent on wgpu's WGSL compiler); `inputs.rs`
-    // checks that fmar refuses the others with a typed error.
+    // Draw only dtypes the device runs (bf16 is absent on wgpu's WGSL compiler); `inputs.rs`'s
+    // `unsupported_dtype_error` checks that fmar refuses the others with a typed error.
     let precisions: Vec<Precision> = Precision::ALL
         .into_iter()
         .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))

@@ -4,13 +4,14 @@
 
 use burn::backend::ops::{ActivationOps, FloatTensorOps};
 use burn::backend::{AutodiffBackend, Backend, TensorMetadata};
-use burn::tensor::{DType, Shape, TensorData, read_sync};
+use burn::tensor::Shape;
 use burn_autodiff::Autodiff;
 use burn_autodiff::checkpoint::strategy::{
     BalancedCheckpointing, CheckpointStrategy, NoCheckpointing,
 };
 use burn_cubecl::{CubeBackend, CubeDevice};
 use fmar_autodiff::{FloatTensor, fused_matmul_add_relu};
+use fmar_tests::burn_io::{primitive, primitive_values};
 use fmar_tests::{HostTensor, Outcome, Precision, Problem, Rng, Tolerances, check_outcome};
 
 type Inner = CubeBackend;
@@ -34,19 +35,7 @@ fn device() -> CubeDevice {
 }
 
 fn upload<B: Backend<Device = CubeDevice>>(host: &HostTensor) -> FloatTensor<B> {
-    let values: Vec<f32> = host.data.iter().map(|&x| x as f32).collect();
-    B::float_from_data(
-        TensorData::new(values, host.shape.clone()).convert_dtype(DType::F32),
-        &device(),
-    )
-}
-
-fn download<B: Backend>(tensor: FloatTensor<B>) -> Vec<f64> {
-    read_sync(B::float_into_data(tensor))
-        .expect("readback")
-        .convert::<f64>()
-        .try_into_vec::<f64>()
-        .expect("f64 data")
+    primitive::<B>(host, &device(), Precision::F32)
 }
 
 /// Output and gradients of `sum(op(lhs, rhs, bias) * upstream)`, with `tracked` saying which
@@ -67,9 +56,9 @@ fn run<C: CheckpointStrategy>(
     let loss = Ad::<C>::float_sum(Ad::<C>::float_mul(out.clone(), upload::<Ad<C>>(upstream)));
     let mut grads = Ad::<C>::backward(loss);
     Outcome {
-        output: download::<Ad<C>>(out),
+        output: primitive_values::<Ad<C>>(out),
         grads: [lhs, rhs, bias]
-            .map(|t| Ad::<C>::grad_remove(&t, &mut grads).map(download::<Inner>)),
+            .map(|t| Ad::<C>::grad_remove(&t, &mut grads).map(primitive_values::<Inner>)),
     }
 }
 

@@ -1,29 +1,19 @@
 //! The forward called directly on `CubeBackend` primitives (no Dispatch, no Fusion), on wgpu,
 //! against the harness's f64 loop.
 
-use burn::backend::ops::FloatTensorOps;
-use burn::tensor::{DType, Shape, TensorData, read_sync};
+use burn::tensor::Shape;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{CubeBackend, CubeDevice};
 use fmar_backend_ext::{fused_matmul_add_relu, kernel_launches};
+use fmar_tests::burn_io::{primitive, primitive_values};
 use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerance, assert_close};
 
 fn device() -> CubeDevice {
     CubeDevice::Wgpu(Default::default())
 }
 
-fn upload(host: &HostTensor, dtype: DType) -> CubeTensor {
-    let values: Vec<f32> = host.data.iter().map(|&x| x as f32).collect();
-    let data = TensorData::new(values, host.shape.clone()).convert_dtype(dtype);
-    CubeBackend::float_from_data(data, &device())
-}
-
-fn download(tensor: CubeTensor) -> Vec<f64> {
-    read_sync(CubeBackend::float_into_data(tensor))
-        .expect("readback")
-        .convert::<f64>()
-        .try_into_vec::<f64>()
-        .expect("f64 data")
+fn upload(host: &HostTensor, precision: Precision) -> CubeTensor {
+    primitive::<CubeBackend>(host, &device(), precision)
 }
 
 fn check(lhs: &[usize], rhs: &[usize]) {
@@ -32,9 +22,9 @@ fn check(lhs: &[usize], rhs: &[usize]) {
     let problem = Problem::random(lhs, rhs, &out_shape, &mut rng, Precision::F32);
     let before = kernel_launches();
     let out = fused_matmul_add_relu(
-        upload(&problem.lhs, DType::F32),
-        upload(&problem.rhs, DType::F32),
-        upload(&problem.bias, DType::F32),
+        upload(&problem.lhs, Precision::F32),
+        upload(&problem.rhs, Precision::F32),
+        upload(&problem.bias, Precision::F32),
     );
     assert!(
         kernel_launches() > before,
@@ -44,7 +34,7 @@ fn check(lhs: &[usize], rhs: &[usize]) {
     let scale = Tolerance::matmul_scale(problem.k(), 1.0, 1.0) + 1.0;
     assert_close(
         &format!("direct CubeBackend lhs {lhs:?} rhs {rhs:?}"),
-        &download(out),
+        &primitive_values::<CubeBackend>(out),
         &problem.output.data,
         Tolerance::for_precision(Precision::F32),
         scale,
@@ -71,9 +61,9 @@ fn mixed_dtypes_panic_naming_the_argument() {
     let mut rng = Rng::fresh();
     let problem = Problem::random(&[1, 2, 3], &[1, 3, 4], &[1, 2, 4], &mut rng, Precision::F32);
     fused_matmul_add_relu(
-        upload(&problem.lhs, DType::F32),
-        upload(&problem.rhs, DType::F32),
-        upload(&problem.bias, DType::F16),
+        upload(&problem.lhs, Precision::F32),
+        upload(&problem.rhs, Precision::F32),
+        upload(&problem.bias, Precision::F16),
     );
 }
 
@@ -87,8 +77,8 @@ fn non_broadcasting_batch_panics_naming_both_shapes() {
     let rhs = HostTensor::random(&[3, 3, 4], &mut rng, Precision::F32);
     let bias = HostTensor::random(&[3, 2, 4], &mut rng, Precision::F32);
     fused_matmul_add_relu(
-        upload(&lhs, DType::F32),
-        upload(&rhs, DType::F32),
-        upload(&bias, DType::F32),
+        upload(&lhs, Precision::F32),
+        upload(&rhs, Precision::F32),
+        upload(&bias, Precision::F32),
     );
 }

@@ -1,40 +1,11 @@
-//! Helpers the integration tests share: host data in and out of Burn tensors, and one
-//! forward + backward run.
+//! Helpers the integration tests share: one forward + backward run, one checked random case,
+//! and (from the harness's `burn_io`) host data in and out of Burn tensors.
 #![allow(dead_code)] // Each test binary uses its own subset.
 
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 use fmar_tests::{HostTensor, Precision, Problem};
 
-/// The Burn dtype that stores `precision`.
-pub fn dtype(precision: Precision) -> DType {
-    match precision {
-        Precision::F32 => DType::F32,
-        Precision::F16 => DType::F16,
-        Precision::BF16 => DType::BF16,
-    }
-}
-
-/// `host` as a tensor on `device`, stored in `precision`.
-pub fn tensor<const D: usize>(
-    host: &HostTensor,
-    device: &Device,
-    precision: Precision,
-) -> Tensor<D> {
-    let values: Vec<f32> = host.data.iter().map(|&x| x as f32).collect();
-    Tensor::from_data(
-        TensorData::new(values, host.shape.clone()),
-        (device, dtype(precision)),
-    )
-}
-
-/// A tensor's values, widened to f64.
-pub fn values<const D: usize>(tensor: Tensor<D>) -> Vec<f64> {
-    tensor
-        .into_data()
-        .convert::<f64>()
-        .try_into_vec::<f64>()
-        .expect("f64 data")
-}
+pub use fmar_tests::burn_io::{dtype, tensor, values};
 
 /// The signature of `matmul_add_relu` and its reference.
 pub type Op = fn(Tensor<3>, Tensor<3>, Tensor<3>) -> Tensor<3>;
