@@ -251,7 +251,7 @@ impl<E: CubePrimitive> ViewOperationsMutExpand<E, BatchedCoords> for ReluViewExp
         pos: <BatchedCoords as CubeType>::ExpandType,
         value: E::ExpandType,
     ) {
-        let value = self.epilogue(scope, pos.clone(), value);
+        let value = self.epilogue(scope, pos, value);
         self.inner.__expand_write_method(scope, pos, value)
     }
 
@@ -261,7 +261,7 @@ impl<E: CubePrimitive> ViewOperationsMutExpand<E, BatchedCoords> for ReluViewExp
         pos: <BatchedCoords as CubeType>::ExpandType,
         value: E::ExpandType,
     ) {
-        let value = self.epilogue(scope, pos.clone(), value);
+        let value = self.epilogue(scope, pos, value);
         self.inner.__expand_write_checked_method(scope, pos, value)
     }
 
