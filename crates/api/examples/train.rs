@@ -1,30 +1,85 @@
-//! Trains the same small MLP twice on a real dataset, once built from fmar's `FusedLinearRelu`
-//! and once from Burn's `Linear` + `relu`, from identical initial weights, data order and
-//! optimizer, and compares them.
+//! Trains the same small MLP twice on a real dataset with Burn's `Learner`, once built from
+//! fmar's `FusedLinearRelu` and once from Burn's `Linear` + `relu`, from identical initial
+//! weights, data order and optimizer, and compares them.
 //!
 //! The data is the UCI red wine quality set (1,599 wines, 11 physico-chemical features, quality
-//! scores 3 to 8), which ships inside the `linfa-datasets` crate: no download at run time.
+//! scores 3 to 8), which ships inside the `linfa-datasets` crate: no download at run time. 80% of
+//! it trains, the other 20% is the test set, which the `Learner` validates on after every epoch.
 //!
 //! ```text
-//! cargo run --release --example train                       # 40 epochs, writes docs/training-loss.svg
-//! cargo run --example train -- --epochs 3 --check           # what CI runs
+//! cargo run --example train                                  # 40 epochs, writes the plot
+//! cargo run --example train -- --epochs 3 --check --no-plot  # what CI runs
+//! cargo run --example train -- --help                        # all options
 //! ```
 //!
-//! Options: `--epochs N`, `--batch N` (64), `--lr X` (3e-3), `--plot PATH`, `--check` (exit
-//! with an error unless both models reach the same quality within noise).
+//! Options: `--epochs N` (40), `--batch N` (64), `--lr X` (3e-3), `--plot PATH`
+//! (`docs/training-loss.svg`), `--no-plot`, `--check` (exit with an error unless both models
+//! reach the same quality within noise). The device is `fmar::default_device()`'s; set
+//! `BURN_DEVICE` (e.g. `wgpu`) to pick another.
+//!
+//! Each model's checkpoints and metric logs (the `Learner`'s artifacts) go to a fresh directory
+//! under the system's temporary directory, printed at start. Progress is one line per epoch, so
+//! the example runs the same with or without a terminal.
 
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataloader::{DataLoader, DataLoaderBuilder, Progress};
+use burn::data::dataset::InMemDataset;
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::{AdamConfig, GradientsParams};
+use burn::optim::AdamConfig;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
+use burn::train::logger::{EvaluationProgressLogger, TrainingProgressLogger};
+use burn::train::metric::{
+    AccuracyMetric, LossMetric, MetricDefinition, MetricId, MetricName, NumericEntry,
+};
+use burn::train::renderer::{
+    EvaluationName, MetricState, MetricsRenderer, MetricsRendererEvaluation,
+    MetricsRendererTraining,
+};
+use burn::train::{
+    ClassificationOutput, InferenceStep, Learner, LearnerModel, SupervisedTraining, TrainOutput,
+    TrainStep,
+};
+use clap::Parser;
 use fmar::FusedLinearRelu;
-use indicatif::{ProgressBar, ProgressStyle};
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use std::collections::HashMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 const FEATURES: usize = 11;
 const CLASSES: usize = 6; // quality 3..=8
 const HIDDEN: usize = 64;
+
+/// Trains an MLP built from `FusedLinearRelu` next to the same MLP built from `Linear` + `relu`
+/// (same initial weights, data order and optimizer) on the red wine quality set, and compares
+/// their losses and accuracies.
+#[derive(Parser, Debug)]
+#[command(name = "train")]
+struct Options {
+    /// Training epochs.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    /// Training batch size.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    batch: u64,
+    /// Adam's learning rate.
+    #[arg(long, default_value_t = 3e-3)]
+    lr: f64,
+    /// Where to write the training-loss plot (SVG).
+    #[arg(long, default_value = "docs/training-loss.svg")]
+    plot: PathBuf,
+    /// Do not write the plot.
+    #[arg(long, conflicts_with = "plot")]
+    no_plot: bool,
+    /// Exit with an error unless both models reach the same quality.
+    #[arg(long)]
+    check: bool,
+}
 
 /// The reference MLP: `Linear` + `relu`, twice, then a linear head.
 #[derive(Module, Debug)]
@@ -59,7 +114,8 @@ impl ReferenceMlp {
 }
 
 impl FusedMlp {
-    /// The fused twin of `reference`, with the very same weights.
+    /// The fused twin of `reference`, with the very same weights: `FusedLinearRelu` takes
+    /// `Linear`'s record as it is.
     fn from_reference(reference: ReferenceMlp) -> Self {
         Self {
             first: reference.first.into(),
@@ -74,47 +130,72 @@ impl FusedMlp {
     }
 }
 
-struct Options {
-    epochs: usize,
-    batch: usize,
-    lr: f64,
-    plot: Option<String>,
-    check: bool,
+/// Cross-entropy of `logits` against the quality classes, in the form Burn's classification
+/// metrics read.
+fn classification(logits: Tensor<2>, quality: Tensor<1, Int>) -> ClassificationOutput {
+    let loss = CrossEntropyLossConfig::new()
+        .init(&logits.device())
+        .forward(logits.clone(), quality.clone());
+    ClassificationOutput::new(loss, logits, quality)
 }
 
-fn options() -> Options {
-    let mut options = Options {
-        epochs: 40,
-        batch: 64,
-        lr: 3e-3,
-        plot: Some("docs/training-loss.svg".into()),
-        check: false,
+/// The `Learner`'s steps for both MLPs: they train and validate the same way, only their
+/// `forward` differs.
+macro_rules! classification_steps {
+    ($model:ty) => {
+        impl TrainStep for $model {
+            type Input = WineBatch;
+            type Output = ClassificationOutput;
+
+            fn step(&self, batch: WineBatch) -> TrainOutput<ClassificationOutput> {
+                let item = classification(self.forward(batch.features), batch.quality);
+                TrainOutput::new(self, item.loss.backward(), item)
+            }
+        }
+
+        impl InferenceStep for $model {
+            type Input = WineBatch;
+            type Output = ClassificationOutput;
+
+            fn step(&self, batch: WineBatch) -> ClassificationOutput {
+                classification(self.forward(batch.features), batch.quality)
+            }
+        }
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
-        match arg.as_str() {
-            "--epochs" => options.epochs = value().parse().expect("--epochs N"),
-            "--batch" => options.batch = value().parse().expect("--batch N"),
-            "--lr" => options.lr = value().parse().expect("--lr X"),
-            "--plot" => options.plot = Some(value()),
-            "--no-plot" => options.plot = None,
-            "--check" => options.check = true,
-            other => panic!("unknown option {other}"),
+}
+classification_steps!(ReferenceMlp);
+classification_steps!(FusedMlp);
+
+/// One wine: standardized features and its quality as a class index (quality 3 is class 0).
+#[derive(Clone, Debug)]
+struct Wine {
+    features: [f32; FEATURES],
+    quality: i64,
+}
+
+#[derive(Clone, Debug)]
+struct WineBatch {
+    features: Tensor<2>,
+    quality: Tensor<1, Int>,
+}
+
+struct WineBatcher;
+
+impl Batcher<Wine, WineBatch> for WineBatcher {
+    fn batch(&self, wines: Vec<Wine>, device: &Device) -> WineBatch {
+        let count = wines.len();
+        let features: Vec<f32> = wines.iter().flat_map(|wine| wine.features).collect();
+        let quality: Vec<i64> = wines.iter().map(|wine| wine.quality).collect();
+        WineBatch {
+            features: Tensor::from_data(TensorData::new(features, [count, FEATURES]), device),
+            quality: Tensor::from_data(TensorData::new(quality, [count]), device),
         }
     }
-    options
 }
 
-/// Standardized features and class labels, split 80/20 with a fixed shuffle.
-struct Data {
-    train_x: Vec<f32>,
-    train_y: Vec<i64>,
-    test_x: Vec<f32>,
-    test_y: Vec<i64>,
-}
-
-fn load() -> Data {
+/// The training and test wines, split 80/20 with a fixed shuffle and standardized with the
+/// training split's mean and deviation.
+fn load() -> (Vec<Wine>, Vec<Wine>) {
     let dataset = linfa_datasets::winequality();
     let records = dataset.records();
     let targets = dataset.targets();
@@ -134,256 +215,349 @@ fn load() -> Data {
             *s += (records[[i, f]] - mean[f]).powi(2) / split as f64;
         }
     }
-    let row = |i: usize| -> Vec<f32> {
-        (0..FEATURES)
-            .map(|f| ((records[[i, f]] - mean[f]) / std[f].sqrt().max(1e-12)) as f32)
-            .collect()
+    let wine = |i: usize| Wine {
+        features: std::array::from_fn(|f| {
+            ((records[[i, f]] - mean[f]) / std[f].sqrt().max(1e-12)) as f32
+        }),
+        quality: (targets[i] as i64 - 3).clamp(0, CLASSES as i64 - 1),
     };
-    let label = |i: usize| (targets[i] as i64 - 3).clamp(0, CLASSES as i64 - 1);
     let (train, test) = order.split_at(split);
-    Data {
-        train_x: train.iter().flat_map(|&i| row(i)).collect(),
-        train_y: train.iter().map(|&i| label(i)).collect(),
-        test_x: test.iter().flat_map(|&i| row(i)).collect(),
-        test_y: test.iter().map(|&i| label(i)).collect(),
-    }
+    (
+        train.iter().map(|&i| wine(i)).collect(),
+        test.iter().map(|&i| wine(i)).collect(),
+    )
 }
 
-/// One model's training run: loss per epoch, final test loss and accuracy, time per epoch.
-struct Report {
-    name: &'static str,
-    epoch_losses: Vec<f64>,
+/// One epoch of one model, as the `Learner`'s metrics report it at the epoch's end.
+#[derive(Clone, Copy, Debug, Default)]
+struct Epoch {
+    train_loss: f64,
+    train_accuracy: f64,
     test_loss: f64,
     test_accuracy: f64,
-    seconds_per_epoch: f64,
+    seconds: f64,
 }
 
+/// The `Learner`'s renderer here: one line per epoch on stdout (no terminal needed, nothing read
+/// from stdin), and each epoch's figures kept in `epochs` for the comparison, the check and the
+/// plot.
+struct EpochLog {
+    name: &'static str,
+    metric_names: HashMap<MetricId, MetricName>,
+    current: Epoch,
+    started: Instant,
+    epochs: Arc<Mutex<Vec<Epoch>>>,
+}
+
+impl EpochLog {
+    fn new(name: &'static str, epochs: Arc<Mutex<Vec<Epoch>>>) -> Self {
+        Self {
+            name,
+            metric_names: HashMap::new(),
+            current: Epoch::default(),
+            started: Instant::now(),
+            epochs,
+        }
+    }
+
+    /// The epoch's final value of a metric (its mean over the split's batches), if `state` is
+    /// one, by the metric's name (`Loss`, `Accuracy`); the per-batch updates are skipped.
+    fn epoch_value(&self, state: &MetricState) -> Option<(&str, f64)> {
+        match state {
+            MetricState::Numeric(entry, Some(NumericEntry::Final(value))) => self
+                .metric_names
+                .get(&entry.metric_id)
+                .map(|name| (name.as_str(), *value)),
+            _ => None,
+        }
+    }
+}
+
+impl MetricsRendererTraining for EpochLog {
+    fn update_train(&mut self, state: MetricState) {
+        match self.epoch_value(&state) {
+            Some(("Loss", value)) => self.current.train_loss = value,
+            Some(("Accuracy", percent)) => self.current.train_accuracy = percent / 100.0,
+            _ => {}
+        }
+    }
+
+    fn update_valid(&mut self, state: MetricState) {
+        match self.epoch_value(&state) {
+            Some(("Loss", value)) => self.current.test_loss = value,
+            Some(("Accuracy", percent)) => self.current.test_accuracy = percent / 100.0,
+            _ => {}
+        }
+    }
+}
+
+impl TrainingProgressLogger for EpochLog {
+    fn start(&mut self, total_epochs: usize, _: usize, _: Option<usize>, _: Option<&str>) {
+        println!("{}: training for {total_epochs} epochs", self.name);
+        self.started = Instant::now();
+    }
+
+    fn update_epoch(&mut self, epoch: usize) {
+        let mut epoch_figures = self.current;
+        epoch_figures.seconds = self.started.elapsed().as_secs_f64();
+        self.started = Instant::now();
+        println!(
+            "{:>16} epoch {epoch:>3}: train loss {:.4}, accuracy {:5.1}% | test loss {:.4}, \
+             accuracy {:5.1}% | {:.2} s",
+            self.name,
+            epoch_figures.train_loss,
+            epoch_figures.train_accuracy * 100.0,
+            epoch_figures.test_loss,
+            epoch_figures.test_accuracy * 100.0,
+            epoch_figures.seconds,
+        );
+        self.epochs.lock().expect("epoch log").push(epoch_figures);
+    }
+
+    fn start_split(&mut self, _: &str, _: &Progress) {}
+    fn update_split(&mut self, _: &Progress) {}
+    fn end_split(&mut self, _: &Progress) {}
+    fn end(&mut self) {}
+    fn log_event_training(&mut self, _: String) {}
+}
+
+impl MetricsRendererEvaluation for EpochLog {
+    fn update_test(&mut self, _: EvaluationName, _: MetricState) {}
+}
+
+impl EvaluationProgressLogger for EpochLog {
+    fn start_global_progress(&mut self, _: usize) {}
+    fn start_test(&mut self, _: &str, _: &Progress) {}
+    fn update_test_progress(&mut self, _: &Progress) {}
+    fn end_test(&mut self, _: &Progress) {}
+    fn end_global_progress(&mut self) {}
+    fn log_event_evaluation(&mut self, _: String) {}
+}
+
+impl MetricsRenderer for EpochLog {
+    fn manual_close(&mut self) {}
+
+    fn register_metric(&mut self, definition: MetricDefinition) {
+        self.metric_names
+            .insert(definition.metric_id, definition.name);
+    }
+}
+
+/// One model's training run: its figures per epoch.
+struct Run {
+    name: &'static str,
+    epochs: Vec<Epoch>,
+}
+
+impl Run {
+    fn last(&self) -> Epoch {
+        *self.epochs.last().expect("at least one epoch")
+    }
+
+    /// The median epoch time: the first epoch also compiles every kernel it meets.
+    fn seconds_per_epoch(&self) -> f64 {
+        let mut seconds: Vec<f64> = self.epochs.iter().map(|epoch| epoch.seconds).collect();
+        seconds.sort_by(f64::total_cmp);
+        seconds[seconds.len() / 2]
+    }
+}
+
+/// Trains `model` with Burn's `Learner`: Adam at a constant learning rate, loss and accuracy
+/// metrics on both splits, checkpoints and metric logs in `artifacts`.
 fn train<M>(
     name: &'static str,
-    mut model: M,
-    forward: impl Fn(&M, Tensor<2>) -> Tensor<2>,
-    data: &Data,
+    model: M,
+    loaders: &Loaders,
     options: &Options,
-    device: &Device,
-) -> Report
+    artifacts: &Path,
+) -> Result<Run, Box<dyn Error>>
 where
-    M: Module,
+    M: LearnerModel
+        + TrainStep<Input = WineBatch, Output = ClassificationOutput>
+        + InferenceStep<Input = WineBatch, Output = ClassificationOutput>,
 {
-    let mut optimizer = AdamConfig::new().init();
-    let loss_fn = CrossEntropyLossConfig::new().init(device);
-    let samples = data.train_y.len();
-    let steps = samples.div_ceil(options.batch);
-    let bar = ProgressBar::new((options.epochs * steps) as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{msg:>16} [{bar:40}] {pos}/{len} steps, loss {prefix}")
-            .expect("template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(name);
-    let mut epoch_losses = Vec::new();
-    let mut epoch_seconds = Vec::new();
-    for _ in 0..options.epochs {
-        let start = Instant::now();
-        let mut total = 0.0;
-        for step in 0..steps {
-            let (from, to) = (
-                step * options.batch,
-                ((step + 1) * options.batch).min(samples),
-            );
-            let x = Tensor::<2>::from_data(
-                TensorData::new(
-                    data.train_x[from * FEATURES..to * FEATURES].to_vec(),
-                    [to - from, FEATURES],
-                ),
-                device,
-            );
-            let y = Tensor::<1, Int>::from_data(
-                TensorData::new(data.train_y[from..to].to_vec(), [to - from]),
-                device,
-            );
-            let loss = loss_fn.forward(forward(&model, x), y);
-            let value = loss.clone().into_scalar::<f64>();
-            total += value * (to - from) as f64;
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optimizer.step(options.lr, model, grads);
-            bar.set_prefix(format!("{value:.4}"));
-            bar.inc(1);
-        }
-        epoch_losses.push(total / samples as f64);
-        epoch_seconds.push(start.elapsed().as_secs_f64());
+    let epochs = Arc::new(Mutex::new(Vec::new()));
+    let result = SupervisedTraining::new(artifacts, loaders.train.clone(), loaders.test.clone())
+        .metrics((LossMetric::new(), AccuracyMetric::new()))
+        .with_default_checkpointers()
+        .with_application_logger(None)
+        .renderer(Box::new(EpochLog::new(name, epochs.clone())))
+        .num_epochs(options.epochs as usize)
+        .launch(Learner::new(model, AdamConfig::new().init(), options.lr));
+    if let Some(error) = result.error {
+        return Err(format!("{name}: training failed: {error}").into());
     }
-    bar.finish();
-    // The median epoch: the first one also compiles every kernel it meets.
-    epoch_seconds.sort_by(f64::total_cmp);
-    let seconds_per_epoch = epoch_seconds
-        .get(epoch_seconds.len() / 2)
-        .copied()
-        .unwrap_or(0.0);
-
-    let x = Tensor::<2>::from_data(
-        TensorData::new(data.test_x.clone(), [data.test_y.len(), FEATURES]),
-        device,
-    );
-    let y = Tensor::<1, Int>::from_data(
-        TensorData::new(data.test_y.clone(), [data.test_y.len()]),
-        device,
-    );
-    let logits = forward(&model, x);
-    let test_loss = loss_fn
-        .forward(logits.clone(), y.clone())
-        .into_scalar::<f64>();
-    let correct = logits
-        .argmax(1)
-        .squeeze::<1>()
-        .equal(y)
-        .int()
-        .sum()
-        .into_scalar::<i64>();
-    Report {
-        name,
-        epoch_losses,
-        test_loss,
-        test_accuracy: correct as f64 / data.test_y.len() as f64,
-        seconds_per_epoch,
-    }
+    let epochs = epochs.lock().expect("epoch log").clone();
+    Ok(Run { name, epochs })
 }
 
-fn main() {
-    let options = options();
+/// The training and test data loaders, shared by both models: the same batches in the same
+/// order (no shuffle), so the two runs differ only by their kernels.
+struct Loaders {
+    train: Arc<dyn DataLoader<WineBatch>>,
+    test: Arc<dyn DataLoader<WineBatch>>,
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let options = Options::parse();
     let choice = fmar::default_device();
     println!("device: {choice}");
     let device = choice.device.autodiff();
-    let data = load();
+    let (train_wines, test_wines) = load();
     println!(
         "wine quality: {} training and {} test samples, {FEATURES} features, {CLASSES} classes",
-        data.train_y.len(),
-        data.test_y.len()
+        train_wines.len(),
+        test_wines.len()
     );
+    let loaders = Loaders {
+        train: DataLoaderBuilder::new(WineBatcher)
+            .batch_size(options.batch as usize)
+            .set_device(device.clone())
+            .build(InMemDataset::new(train_wines)),
+        // The whole test set in one batch: the epoch's test loss is then exactly the model's.
+        test: DataLoaderBuilder::new(WineBatcher)
+            .batch_size(test_wines.len())
+            .set_device(device.clone())
+            .build(InMemDataset::new(test_wines)),
+    };
+    let artifacts = std::env::temp_dir().join(format!("fmar-train-{}", std::process::id()));
+    println!("checkpoints and metric logs: {}", artifacts.display());
 
     let reference = ReferenceMlp::new(&device);
     let fused = FusedMlp::from_reference(reference.clone());
-    let reports = [
+    let runs = [
         train(
             "Linear + relu",
             reference,
-            ReferenceMlp::forward,
-            &data,
+            &loaders,
             &options,
-            &device,
-        ),
+            &artifacts.join("reference"),
+        )?,
         train(
             "FusedLinearRelu",
             fused,
-            FusedMlp::forward,
-            &data,
+            &loaders,
             &options,
-            &device,
-        ),
+            &artifacts.join("fused"),
+        )?,
     ];
 
     println!();
     println!("| model | final train loss | test loss | test accuracy | s / epoch (median) |");
     println!("|---|---|---|---|---|");
-    for report in &reports {
+    for run in &runs {
+        let last = run.last();
         println!(
             "| {} | {:.4} | {:.4} | {:.1}% | {:.3} |",
-            report.name,
-            report.epoch_losses.last().copied().unwrap_or(f64::NAN),
-            report.test_loss,
-            report.test_accuracy * 100.0,
-            report.seconds_per_epoch
+            run.name,
+            last.train_loss,
+            last.test_loss,
+            last.test_accuracy * 100.0,
+            run.seconds_per_epoch()
         );
     }
-    if let Some(path) = &options.plot {
-        std::fs::write(path, svg(&reports)).expect("write the plot");
-        println!("loss curves: {path}");
+    if !options.no_plot {
+        plot(&options.plot, &runs)?;
+        println!("loss curves: {}", options.plot.display());
     }
     if options.check {
-        // Same weights, data and optimizer: the two runs differ only by kernel rounding, so
-        // their losses and accuracies must agree closely.
-        let [a, b] = &reports;
-        let loss_gap = (a.test_loss - b.test_loss).abs() / a.test_loss;
-        let accuracy_gap = (a.test_accuracy - b.test_accuracy).abs();
-        println!(
-            "check: test-loss gap {:.2e} (relative), accuracy gap {:.3}",
-            loss_gap, accuracy_gap
-        );
-        assert!(
-            loss_gap < 0.02,
-            "test losses differ by {loss_gap:.3} (relative)"
-        );
-        assert!(
-            accuracy_gap <= 0.02,
-            "test accuracies differ by {accuracy_gap:.3}"
-        );
-        let first_epoch_gap = (a.epoch_losses[0] - b.epoch_losses[0]).abs() / a.epoch_losses[0];
-        assert!(
-            first_epoch_gap < 1e-3,
-            "first-epoch losses differ by {first_epoch_gap:.2e}"
-        );
-        println!("check: both models reach the same quality");
+        check(&runs)?;
     }
+    Ok(())
 }
 
-/// The two training-loss curves as a small SVG.
-fn svg(reports: &[Report]) -> String {
-    let (width, height, margin) = (640.0, 360.0, 48.0);
-    let epochs = reports[0].epoch_losses.len().max(2);
-    let max = reports
-        .iter()
-        .flat_map(|r| r.epoch_losses.iter().copied())
-        .fold(0.0f64, f64::max)
-        * 1.05;
-    let min = reports
-        .iter()
-        .flat_map(|r| r.epoch_losses.iter().copied())
-        .fold(f64::INFINITY, f64::min)
-        * 0.95;
-    let x = |epoch: usize| margin + (width - 2.0 * margin) * epoch as f64 / (epochs - 1) as f64;
-    let y = |loss: f64| {
-        height - margin - (height - 2.0 * margin) * (loss - min) / (max - min).max(1e-9)
-    };
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"20\" text-anchor=\"middle\">Training loss per epoch, red wine quality (same init, data and optimizer)</text>\n\
-         <line x1=\"{margin}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <line x1=\"{margin}\" y1=\"{margin}\" x2=\"{margin}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch</text>\n\
-         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">cross-entropy</text>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{max:.3}</text>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{min:.3}</text>\n",
-        width / 2.0,
-        height - margin,
-        width - margin,
-        height - margin,
-        height - margin,
-        width / 2.0,
-        height - 12.0,
-        height / 2.0,
-        height / 2.0,
-        margin - 4.0,
-        margin + 4.0,
-        margin - 4.0,
-        height - margin,
+/// Same weights, data and optimizer: the two runs differ only by kernel rounding, so their
+/// losses and accuracies must agree closely.
+fn check([reference, fused]: &[Run; 2]) -> Result<(), Box<dyn Error>> {
+    let (a, b) = (reference.last(), fused.last());
+    let loss_gap = (a.test_loss - b.test_loss).abs() / a.test_loss;
+    let accuracy_gap = (a.test_accuracy - b.test_accuracy).abs();
+    let first_epoch_gap = (reference.epochs[0].train_loss - fused.epochs[0].train_loss).abs()
+        / reference.epochs[0].train_loss;
+    println!(
+        "check: test-loss gap {loss_gap:.2e} (relative), accuracy gap {accuracy_gap:.3}, \
+         first-epoch train-loss gap {first_epoch_gap:.2e} (relative)"
     );
-    let styles = [("#555555", "6,4"), ("#d62728", "none")];
-    for (i, (report, (color, dash))) in reports.iter().zip(styles).enumerate() {
-        let points: Vec<String> = report
-            .epoch_losses
-            .iter()
-            .enumerate()
-            .map(|(e, &l)| format!("{:.1},{:.1}", x(e), y(l)))
-            .collect();
-        out += &format!(
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\" points=\"{}\"/>\n\
-             <text x=\"{}\" y=\"{}\" fill=\"{color}\" text-anchor=\"end\">{} (test acc. {:.1}%)</text>\n",
-            points.join(" "),
-            width - margin,
-            margin + 16.0 * (i as f64 + 1.0),
-            report.name,
-            report.test_accuracy * 100.0
-        );
+    if loss_gap >= 0.02 {
+        return Err(format!("test losses differ by {loss_gap:.3} (relative)").into());
     }
-    out + "</svg>\n"
+    if accuracy_gap > 0.02 {
+        return Err(format!("test accuracies differ by {accuracy_gap:.3}").into());
+    }
+    if first_epoch_gap >= 1e-3 {
+        return Err(format!("first-epoch losses differ by {first_epoch_gap:.2e}").into());
+    }
+    println!("check: both models reach the same quality");
+    Ok(())
+}
+
+/// The two training-loss curves, the reference dashed over the fused one so that both show
+/// where they coincide.
+fn plot(path: &Path, [reference, fused]: &[Run; 2]) -> Result<(), Box<dyn Error>> {
+    let losses = || {
+        [reference, fused]
+            .into_iter()
+            .flat_map(|run| run.epochs.iter().map(|epoch| epoch.train_loss))
+    };
+    let max = losses().fold(f64::MIN, f64::max) * 1.05;
+    let min = losses().fold(f64::MAX, f64::min) * 0.95;
+    let last_epoch = reference.epochs.len().max(2) as f64;
+    let curve = |run: &Run| -> Vec<(f64, f64)> {
+        (1u32..)
+            .zip(&run.epochs)
+            .map(|(epoch, figures)| (f64::from(epoch), figures.train_loss))
+            .collect()
+    };
+    let label = |run: &Run| {
+        format!(
+            "{} (test acc. {:.1}%)",
+            run.name,
+            run.last().test_accuracy * 100.0
+        )
+    };
+
+    let root = SVGBackend::new(path, (640, 360)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Training loss per epoch, red wine quality (same init, data and optimizer)",
+            ("sans-serif", 14),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(52)
+        .build_cartesian_2d(1.0..last_epoch, min..max)?;
+    chart
+        .configure_mesh()
+        .x_desc("epoch")
+        .x_label_formatter(&|epoch| format!("{epoch:.0}"))
+        .y_desc("cross-entropy")
+        .max_light_lines(0)
+        .draw()?;
+
+    let fused_color = RGBColor(0xd6, 0x27, 0x28);
+    chart
+        .draw_series(LineSeries::new(curve(fused), fused_color.stroke_width(2)))?
+        .label(label(fused))
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], fused_color.stroke_width(2)));
+    let reference_color = RGBColor(0x55, 0x55, 0x55);
+    chart
+        .draw_series(DashedLineSeries::new(
+            curve(reference),
+            6,
+            4,
+            reference_color.stroke_width(2),
+        ))?
+        .label(label(reference))
+        .legend(move |(x, y)| {
+            DashedPathElement::new([(x, y), (x + 20, y)], 6, 4, reference_color.stroke_width(2))
+        });
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
