@@ -43,6 +43,7 @@ pub use device::{
 pub use fmar_fusion_meta::{Error, SUPPORTED_DTYPES};
 pub use module::{FusedLinearRelu, FusedLinearReluConfig};
 
+pub mod data_parallel;
 mod device;
 mod module;
 
