@@ -11,8 +11,11 @@
 //! The composition runs Flex's blocked SIMD matmul, then the add and the ReLU as two more passes.
 //! Both are checked against each other before timing.
 
+mod common;
+
 use burn::tensor::{Device, Tensor, TensorData};
-use std::time::{Duration, Instant};
+use common::{median_time, pseudo_random};
+use std::time::Duration;
 
 /// `relu(lhs @ rhs + bias)` for one `[m, k] x [k, n]` problem, rows over all cores.
 fn fused_loop(lhs: &[f32], rhs: &[f32], bias: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
@@ -41,30 +44,9 @@ fn fused_loop(lhs: &[f32], rhs: &[f32], bias: &[f32], m: usize, k: usize, n: usi
     out
 }
 
-fn median_time(mut run: impl FnMut()) -> Duration {
-    run(); // warm-up
-    let mut times: Vec<Duration> = (0..7)
-        .map(|_| {
-            let start = Instant::now();
-            run();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn pseudo_random(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
-}
+/// One untimed call, then the median of seven.
+const WARM_UPS: usize = 1;
+const RUNS: usize = 7;
 
 fn main() {
     let device = Device::flex();
@@ -103,11 +85,11 @@ fn main() {
             .fold(0.0f32, f32::max);
         assert!(worst < 1e-3 * k as f32, "the two disagree by {worst}");
 
-        let composed_time = median_time(|| {
+        let composed_time = median_time(&device, WARM_UPS, RUNS, || {
             let out = fmar::matmul_add_relu_nd(lhs_t.clone(), rhs_t.clone(), bias_t.clone());
             std::hint::black_box(out.into_data());
         });
-        let loop_time = median_time(|| {
+        let loop_time = median_time(&device, WARM_UPS, RUNS, || {
             std::hint::black_box(fused_loop(&lhs, &rhs, &bias, m, k, n));
         });
         let gflops = |time: Duration| 2.0 * (m * k * n) as f64 / time.as_secs_f64() / 1e9;

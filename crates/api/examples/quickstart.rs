@@ -10,9 +10,11 @@
 //! Options (environment): `FMAR_QUICKSTART_SHAPE=b,m,k,n` (default `8,256,512,256`) and
 //! `FMAR_QUICKSTART_ITERS` (default 20).
 
+mod common;
+
 use burn::tensor::{DType, Device, Distribution, Tensor};
+use common::{format_duration, median_time, relative_error};
 use fmar::{matmul_add_relu, matmul_add_relu_reference};
-use std::time::{Duration, Instant};
 
 fn main() {
     let shape = shape_from_env();
@@ -59,6 +61,10 @@ fn shape_from_env() -> [usize; 4] {
         .expect("FMAR_QUICKSTART_SHAPE has four dims")
 }
 
+/// Calls before the timed ones: the first compiles the kernels (and tunes them with the
+/// `autotune` feature).
+const WARM_UPS: usize = 2;
+
 type Op = fn(Tensor<3>, Tensor<3>, Tensor<3>) -> Tensor<3>;
 
 struct Run {
@@ -95,11 +101,12 @@ fn run(device: &Device, [b, m, k, n]: [usize; 4], dtype: DType, iterations: usiz
         .collect();
 
     let time_forward = |op: Op| {
-        median(iterations, device, || {
+        median_time(device, WARM_UPS, iterations, || {
             op(lhs.clone(), rhs.clone(), bias.clone())
         })
     };
-    let time_forward_backward = |op: Op| median(iterations, device, || forward_backward(op));
+    let time_forward_backward =
+        |op: Op| median_time(device, WARM_UPS, iterations, || forward_backward(op));
     println!(
         "| {dtype:?} | {} | {mask_differences} | {} | {} | {} | {} | {} | {} | {} |",
         errors[0],
@@ -121,46 +128,4 @@ fn mask_differences(a: Tensor<3>, b: Tensor<3>) -> usize {
     let a = a.greater_elem(0.0);
     let b = b.greater_elem(0.0);
     a.not_equal(b).int().sum().into_scalar::<i64>() as usize
-}
-
-/// `||a - b|| / ||b||`, computed in f64.
-fn relative_error(a: Tensor<3>, b: Tensor<3>) -> f64 {
-    let a = a
-        .into_data()
-        .convert::<f64>()
-        .try_to_vec::<f64>()
-        .expect("f64");
-    let b = b
-        .into_data()
-        .convert::<f64>()
-        .try_to_vec::<f64>()
-        .expect("f64");
-    let diff: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum();
-    let norm: f64 = b.iter().map(|y| y * y).sum();
-    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
-}
-
-/// Median wall time of `f`, synchronised with the device, after two warm-up runs. The result
-/// is kept alive until the sync: Fusion skips work whose result is dropped unread.
-fn median<T>(iterations: usize, device: &Device, mut f: impl FnMut() -> T) -> Duration {
-    for _ in 0..2 {
-        let _kept = f();
-        device.sync().expect("device sync");
-    }
-    let mut times: Vec<Duration> = (0..iterations.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            let kept = f();
-            device.sync().expect("device sync");
-            let elapsed = start.elapsed();
-            drop(kept);
-            elapsed
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn format_duration(duration: Duration) -> String {
-    format!("{:.3} ms", duration.as_secs_f64() * 1e3)
 }

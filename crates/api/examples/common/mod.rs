@@ -1,0 +1,99 @@
+//! What the examples share: deterministic host data, median timings synchronised with the
+//! device, the relative error between two tensors, and duration formatting.
+//!
+//! Each example includes this module with `mod common;` and uses only part of it.
+#![allow(dead_code)]
+
+use burn::tensor::{Device, Tensor};
+use std::time::{Duration, Instant};
+
+/// `len` values in `[-0.5, 0.5)` from a linear congruential generator seeded with `seed`: the
+/// same on every machine and every run, and fast enough for inputs of tens of millions of values.
+pub fn pseudo_random(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}
+
+/// Median wall time of `f` over `iterations` calls, after `warm_ups` calls, each call
+/// synchronised with `device`. The result is kept alive until the sync: Fusion skips work whose
+/// result is dropped unread.
+pub fn median_time<T>(
+    device: &Device,
+    warm_ups: usize,
+    iterations: usize,
+    mut f: impl FnMut() -> T,
+) -> Duration {
+    for _ in 0..warm_ups {
+        let _kept = f();
+        device.sync().expect("device sync");
+    }
+    let mut times: Vec<Duration> = (0..iterations.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            let kept = f();
+            device.sync().expect("device sync");
+            let elapsed = start.elapsed();
+            drop(kept);
+            elapsed
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Median time per call of `f`, over batches of back-to-back calls each synchronised with
+/// `device` once, within about `budget`. One warm-up call sizes the batches (up to 200 calls,
+/// 3 to 15 batches), so a launch that takes microseconds is timed over many launches rather
+/// than one launch plus a sync. Results stay alive until the sync: Fusion skips work whose
+/// result is dropped unread.
+pub fn median_time_in_batches<T>(
+    device: &Device,
+    budget: Duration,
+    mut f: impl FnMut() -> T,
+) -> Duration {
+    let start = Instant::now();
+    let kept = f();
+    device.sync().expect("device sync");
+    drop(kept);
+    let one = start.elapsed().max(Duration::from_micros(1));
+    let per_batch = ((budget.as_secs_f64() / 10.0) / one.as_secs_f64()).clamp(1.0, 200.0) as usize;
+    let batches =
+        ((budget.as_secs_f64() / (one.as_secs_f64() * per_batch as f64)) as usize).clamp(3, 15);
+    let mut samples: Vec<Duration> = (0..batches)
+        .map(|_| {
+            let start = Instant::now();
+            let kept: Vec<T> = (0..per_batch).map(|_| f()).collect();
+            device.sync().expect("device sync");
+            let elapsed = start.elapsed() / per_batch as u32;
+            drop(kept);
+            elapsed
+        })
+        .collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// `||a - b|| / ||b||` (Frobenius norms), computed in f64 from the two tensors' values.
+pub fn relative_error<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f64 {
+    let values = |t: Tensor<D>| {
+        t.into_data()
+            .try_into_vec_as::<f64>()
+            .expect("float values convert to f64")
+    };
+    let (a, b) = (values(a), values(b));
+    let diff: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum();
+    let norm: f64 = b.iter().map(|y| y * y).sum();
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// A duration in milliseconds, to the microsecond.
+pub fn format_duration(duration: Duration) -> String {
+    format!("{:.3} ms", duration.as_secs_f64() * 1e3)
+}
