@@ -26,9 +26,10 @@ fn main() {
     println!("device: {choice}");
     if choice.runtime == fmar::Runtime::Cpu {
         println!(
-            "  (no GPU runtime could be opened, so this runs on the CPU. For a GPU: an NVIDIA \
-             card with `--features cuda`, or any GPU through wgpu; without one, Mesa's software \
-             Vulkan driver also works: `apt-get install mesa-vulkan-drivers libvulkan1`)"
+            "  (no GPU was found, so this runs on the CPU through Burn's Flex backend, which is \
+             far faster than a software rasterizer; `BURN_DEVICE=wgpu` runs fmar's kernels on \
+             one, e.g. Mesa's lavapipe: `apt-get install mesa-vulkan-drivers libvulkan1`. For a \
+             GPU: an NVIDIA card with `--features cuda`, or any GPU through wgpu)"
         );
     }
     let device = choice.device;
