@@ -80,17 +80,6 @@ impl Tolerances {
     }
 }
 
-impl Tolerances {
-    /// The tolerances of Burn's composed reference, whose forward is itself a Burn matmul.
-    pub fn reference(precision: Precision, tf32_matmuls: bool) -> Self {
-        let gradients = Self::new(precision, tf32_matmuls).gradients;
-        Self {
-            forward: gradients,
-            gradients,
-        }
-    }
-}
-
 /// Whether Burn's f32 matmuls may round to TF32 on the runtime `FMAR_TEST_DEVICE` or
 /// `BURN_DEVICE` names: true for CUDA, whose tensor cores cubek uses with `allow_tf32`.
 pub fn tf32_matmuls() -> bool {

@@ -82,7 +82,7 @@ fn check_all(precision: Precision) {
             "burn reference",
             &problem,
             precision,
-            Tolerances::reference(precision, tf32),
+            Tolerances::new(precision, tf32),
             rng.seed(),
         );
     }

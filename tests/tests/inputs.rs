@@ -473,7 +473,7 @@ fn reference_accepts_the_same_broadcast_bias() {
         "reference nd",
         &out,
         &problem.output.data,
-        Tolerances::reference(Precision::F32, tf32_matmuls()).forward,
+        Tolerances::new(Precision::F32, tf32_matmuls()).forward,
         scale,
         rng.seed(),
     );
