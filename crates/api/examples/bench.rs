@@ -704,6 +704,26 @@ impl Bench {
         })
     }
 
+    /// Runs `call` once on fresh inputs and waits for the device: its result, the time it took
+    /// (compilation and autotune included), and whether fmar's kernel ran.
+    fn first_call<T>(
+        &self,
+        call: impl FnOnce() -> Result<T, String>,
+    ) -> Result<(T, Duration, bool), String> {
+        let launches = fmar::diagnostics::kernel_launches();
+        let start = Instant::now();
+        let value = call()?;
+        self.device
+            .sync()
+            .map_err(|error| format!("executing: {error:?}"))?;
+        let elapsed = start.elapsed();
+        Ok((
+            value,
+            elapsed,
+            fmar::diagnostics::kernel_launches() > launches,
+        ))
+    }
+
     fn check_forward(
         &self,
         problem: &Problem,
@@ -712,21 +732,16 @@ impl Bench {
         rhs: &Tensor<3>,
         bias: &Tensor<1>,
     ) -> Result<Checked, String> {
-        let launches = fmar::diagnostics::kernel_launches();
-        let start = Instant::now();
-        let out = self.call(
-            candidate,
-            Pass::Forward,
-            lhs.clone(),
-            rhs.clone(),
-            bias.clone(),
-        )?;
-        self.device
-            .sync()
-            .map_err(|error| format!("executing: {error:?}"))?;
-        let first_call = start.elapsed();
+        let (out, first_call, kernel_ran) = self.first_call(|| {
+            self.call(
+                candidate,
+                Pass::Forward,
+                lhs.clone(),
+                rhs.clone(),
+                bias.clone(),
+            )
+        })?;
         let out = read_back("output", out)?;
-        let kernel_ran = fmar::diagnostics::kernel_launches() > launches;
         Ok(Checked {
             first_call,
             deviation: problem.check_output(&out, candidate.has_epilogue()),
@@ -743,14 +758,8 @@ impl Bench {
         rhs: &Tensor<3>,
         bias: &Tensor<1>,
     ) -> Result<Checked, String> {
-        let launches = fmar::diagnostics::kernel_launches();
-        let start = Instant::now();
-        let step = self.step(candidate, lhs, rhs, bias)?;
-        self.device
-            .sync()
-            .map_err(|error| format!("executing: {error:?}"))?;
-        let first_call = start.elapsed();
-        let kernel_ran = fmar::diagnostics::kernel_launches() > launches;
+        let (step, first_call, kernel_ran) =
+            self.first_call(|| self.step(candidate, lhs, rhs, bias))?;
         let out = read_back("output", step.out)?;
         let forward = problem.check_output(&out, candidate.has_epilogue());
         let grads = Gradients {
