@@ -1,9 +1,22 @@
-//! The launch contract's host-side checks: every operand's rank, shape, strides and buffer
-//! bounds, checked once per launch before any kernel sees them.
+//! [`Operands`] and the launch contract's host-side checks: every operand's rank, shape,
+//! strides and buffer bounds, checked once per launch before any kernel sees them.
 
-use crate::{LaunchError, Operands};
+use crate::LaunchError;
 use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::TensorBinding;
+
+/// The tensors of one fused launch, laid out as the [crate-level contract](crate) says.
+#[derive(Debug, Clone)]
+pub struct Operands {
+    /// Left matrix operand, `[B.., m, k]`.
+    pub lhs: TensorBinding,
+    /// Right matrix operand, `[B.., k, n]`.
+    pub rhs: TensorBinding,
+    /// Bias added before the ReLU, `[B.., m, n]` (stride 0 on broadcast dims).
+    pub bias: TensorBinding,
+    /// The output, `[B.., m, n]`, contiguous.
+    pub out: TensorBinding,
+}
 
 /// The sizes of a problem that passed [`check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +64,20 @@ fn check_dtype(dtype: ElemType) -> Result<(), LaunchError> {
 }
 
 fn check_operands(ops: &Operands, elem_size: usize) -> Result<(), LaunchError> {
+    for (operand, binding) in [
+        ("lhs", &ops.lhs),
+        ("rhs", &ops.rhs),
+        ("bias", &ops.bias),
+        ("out", &ops.out),
+    ] {
+        if binding.strides.len() != binding.shape.len() {
+            return Err(LaunchError::StrideCount {
+                operand,
+                shape: binding.shape.to_vec(),
+                strides: binding.strides.to_vec(),
+            });
+        }
+    }
     let out = ops.out.shape.to_vec();
     let rank = out.len();
     if rank < 2 {

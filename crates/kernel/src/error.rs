@@ -50,6 +50,19 @@ pub enum LaunchError {
         /// The dtype, as cubecl names it.
         dtype: String,
     },
+    /// An operand has a different number of strides than dims.
+    #[error(
+        "fused matmul kernel: `{operand}` has shape {shape:?} but {} strides {strides:?}",
+        strides.len()
+    )]
+    StrideCount {
+        /// Which operand.
+        operand: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Its strides.
+        strides: Vec<usize>,
+    },
     /// An operand's strides reach past the end of its buffer.
     #[error(
         "fused matmul kernel: `{operand}` with shape {shape:?} and strides {strides:?} reaches \

@@ -3,7 +3,8 @@
 //! `autotune` feature), else a heuristic.
 
 use crate::contract::Dims;
-use crate::{LaunchError, Operands, Routine, TileKind, Variant, run_checked};
+use crate::launch::run_checked;
+use crate::{LaunchError, Operands, Routine, TileKind, Variant};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::TensorBinding;
@@ -85,10 +86,10 @@ pub(crate) fn launch_selected(
     }
 }
 
-/// Without autotune: a tensor-core routine for problems big enough to feed it, when the device
-/// has tensor cores for the dtype; the tiled kernel otherwise, and whenever the routine refuses.
-/// (On an H200 the multi-row `mma.sync` routine was the fastest fmar variant at 4096³ in f32
-/// (TF32) and bf16, and the tiled kernel the fastest at 64 x 128³: `BENCHMARKS.md`.)
+/// Without autotune: fmar's Hopper kernel where the device, the dtype and the layout allow it
+/// and the output has rows enough to fill its tiles; else a tensor-core routine for problems
+/// big enough to feed it, when the device has tensor cores for the dtype; the tiled kernel
+/// otherwise, and whenever the others decline.
 #[cfg_attr(feature = "autotune", allow(dead_code))]
 fn launch_heuristic(
     client: &Client,
@@ -96,18 +97,28 @@ fn launch_heuristic(
     dtype: ElemType,
     dims: Dims,
 ) -> Result<(), LaunchError> {
+    let mut candidates = Vec::with_capacity(3);
+    if dims.m >= HOPPER_MIN_ROWS && crate::hopper::device_unavailability(client).is_none() {
+        candidates.push(Variant::Hopper);
+    }
     if dims.m * dims.n * dims.k >= 1 << 27 && has_tensor_cores(client, dtype) {
-        let multi_row_mma = Variant::Accelerated(Routine::Simple {
+        candidates.push(Variant::Accelerated(Routine::Simple {
             tile: TileKind::Mma,
             multi_rows: true,
-        });
-        match run_checked(client, operands.clone(), dtype, dims, multi_row_mma) {
+        }));
+    }
+    for variant in candidates {
+        match run_checked(client, operands.clone(), dtype, dims, variant) {
             Err(error) if error.is_variant_specific() => {}
             other => return other,
         }
     }
     run_checked(client, operands, dtype, dims, Variant::Tiled)
 }
+
+/// Fewest output rows for which the heuristic picks the Hopper kernel: below, most of its
+/// 128-row tiles would be padding.
+const HOPPER_MIN_ROWS: usize = 64;
 
 fn has_tensor_cores(client: &Client, dtype: ElemType) -> bool {
     let features = &client.properties().features.matmul;

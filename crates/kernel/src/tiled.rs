@@ -3,18 +3,18 @@
 //! and `rhs` through shared memory (converted to f32 once), and each unit accumulates a
 //! `THREAD_M x THREAD_N` block of it in registers. Bias and ReLU are applied on the way out.
 
-use super::Operands;
+use crate::Operands;
+use crate::common::{batch_offsets, relu, tile_walk_setup};
 use cubecl::client::Client;
-use cubecl::ir::{AddressType, ElemType};
+use cubecl::ir::ElemType;
 use cubecl::prelude::*;
-use cubecl::server::CubeCountSelection;
 
 /// Output rows per cube.
-pub const BLOCK_M: usize = 64;
+const BLOCK_M: usize = 64;
 /// Output columns per cube.
-pub const BLOCK_N: usize = 64;
+const BLOCK_N: usize = 64;
 /// Depth of the staged `k` slice.
-pub const BLOCK_K: usize = 16;
+const BLOCK_K: usize = 16;
 /// Output rows per unit.
 const THREAD_M: usize = 4;
 /// Output columns per unit.
@@ -65,21 +65,7 @@ fn fused_matmul_add_relu_tiled<F: Float>(
         let row0 = (in_batch / tiles_n) * BLOCK_M;
         let col0 = (in_batch % tiles_n) * BLOCK_N;
 
-        // Batch offsets; broadcast operands carry stride 0 on their broadcast dims.
-        let mut remainder = batch;
-        let mut lhs_offset = 0;
-        let mut rhs_offset = 0;
-        let mut bias_offset = 0;
-        let mut dim = rank - 2;
-        while dim > 0 {
-            dim -= 1;
-            let size = output.shape(dim);
-            let coordinate = remainder % size;
-            remainder /= size;
-            lhs_offset += coordinate * lhs.stride(dim);
-            rhs_offset += coordinate * rhs.stride(dim);
-            bias_offset += coordinate * bias.stride(dim);
-        }
+        let (lhs_offset, rhs_offset, bias_offset) = batch_offsets(lhs, rhs, bias, batch);
 
         #[unroll]
         for i in 0..THREAD_M * THREAD_N {
@@ -151,7 +137,7 @@ fn fused_matmul_add_relu_tiled<F: Float>(
                 if row < m && col < n {
                     let biased = acc[i * THREAD_N + j]
                         + f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
-                    output[out_base + row * n + col] = F::cast_from(crate::relu(biased));
+                    output[out_base + row * n + col] = F::cast_from(relu(biased));
                 }
             }
         }
@@ -160,18 +146,7 @@ fn fused_matmul_add_relu_tiled<F: Float>(
 }
 
 pub(crate) fn launch(client: &Client, ops: Operands, dtype: ElemType) {
-    let out_len: usize = ops.out.shape.iter().product();
-    let rank = ops.out.shape.len();
-    let (m, n) = (ops.out.shape[rank - 2], ops.out.shape[rank - 1]);
-    let num_tiles = m.div_ceil(BLOCK_M) * n.div_ceil(BLOCK_N) * (out_len / (m * n));
-    let cube_count =
-        CubeCountSelection::new(client, num_tiles.min(u32::MAX as usize) as u32).cube_count();
-    let address_type = [&ops.lhs, &ops.rhs, &ops.bias, &ops.out]
-        .into_iter()
-        .map(|binding| binding.required_address_type(dtype.size()))
-        .max()
-        .unwrap_or(AddressType::U32)
-        .max(AddressType::from_len(num_tiles * BLOCK_M * BLOCK_N));
+    let (cube_count, address_type) = tile_walk_setup(client, &ops, dtype, BLOCK_M, BLOCK_N);
 
     // SAFETY: `crate::launch` validated the operands; every read is bounds-checked against the
     // logical shape and every write lands inside the dense output.

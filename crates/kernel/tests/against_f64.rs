@@ -6,15 +6,36 @@ use fmar_kernel as kernel; // the contract harness reaches the crate under test 
 
 mod contract;
 
-use fmar_tests::{Precision, Rng, Tolerance, assert_close, should_run, worst_relative_error};
+use fmar_tests::{
+    Precision, Problem, Rng, Tolerance, assert_close, should_run, worst_relative_error,
+};
 
 contract::contract_tests! {
     launch: kernel::launch,
     launch_variant: kernel::launch_variant,
-    variants: &kernel::Variant::ALL,
+    variants: variants(),
 }
 
-/// The seed's kernel, verbatim in what matters here: it accumulates in its storage type.
+/// Every variant, or those `FMAR_TEST_VARIANTS` names (comma-separated [`Variant::name`]s), to
+/// run the contract on one variant of a device where compiling every other one takes long.
+///
+/// [`Variant::name`]: kernel::Variant::name
+fn variants() -> &'static [kernel::Variant] {
+    static SELECTED: std::sync::LazyLock<Vec<kernel::Variant>> =
+        std::sync::LazyLock::new(|| match std::env::var("FMAR_TEST_VARIANTS") {
+            Ok(names) => names
+                .split(',')
+                .map(|name| {
+                    kernel::Variant::from_name(name)
+                        .unwrap_or_else(|| panic!("FMAR_TEST_VARIANTS: no variant {name}"))
+                })
+                .collect(),
+            Err(_) => kernel::Variant::ALL.to_vec(),
+        });
+    &SELECTED
+}
+
+/// A minimal rank-2 kernel that accumulates in its storage type: the f16-accumulator mutant.
 #[allow(unsafe_code)] // `launch_unchecked`: the one launch whose indices no contract check guards.
 mod seed_kernel {
     use crate::contract::{binding, client, download, elem_type, upload};
@@ -45,7 +66,7 @@ mod seed_kernel {
         output[index] = F::max(sum + bias[index], F::new(0.0));
     }
 
-    /// The seed kernel's output on a rank-2 f16 `problem` small enough for one cube.
+    /// The mutant's output on a rank-2 f16 `problem` small enough for one cube.
     pub fn run_f16(problem: &Problem) -> Vec<f64> {
         let client = client();
         let (m, n) = (problem.lhs.shape[0], problem.rhs.shape[1]);
@@ -111,5 +132,127 @@ fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
     assert!(
         worst > 0.03,
         "an f16 accumulator is visibly wrong, relative error {worst}"
+    );
+}
+
+/// fmar's Hopper kernel runs where the device has what it needs (a CUDA device of compute
+/// capability 9.0, through cubecl's CUDA C++ compiler) and computes the contract's function
+/// there; everywhere else it reports itself unavailable, so that the launch runs another
+/// variant. Either way the test asserts which: a decline is never silent.
+#[test]
+fn hopper_runs_exactly_where_the_device_has_it() {
+    use contract::{binding, client, download, elem_type, supports, upload};
+    let client = client();
+    let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
+    let precision = if hopper_device {
+        Precision::BF16
+    } else {
+        Precision::F16
+    };
+    if !should_run(precision, supports(precision)) {
+        return;
+    }
+    let mut rng = Rng::fresh();
+    // Two batches, ragged m and n, a batch-broadcast weight and a `[n]` bias.
+    let problem = Problem::random(&[2, 130, 72], &[1, 72, 264], &[264], &mut rng, precision);
+    let (lhs, lhs_strides) = upload(&client, &problem.lhs, precision);
+    let (rhs, _) = upload(&client, &problem.rhs, precision);
+    let (bias, _) = upload(&client, &problem.bias, precision);
+    let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; 2 * 130 * 264]));
+    let operands = kernel::Operands {
+        lhs: binding(&lhs, &[2, 130, 72], &lhs_strides),
+        rhs: binding(&rhs, &[2, 72, 264], &[0, 264, 1]),
+        bias: binding(&bias, &[2, 130, 264], &[0, 0, 1]),
+        out: binding(&out, &[2, 130, 264], &[130 * 264, 264, 1]),
+    };
+    let result = kernel::launch_variant(
+        &client,
+        operands,
+        elem_type(precision),
+        kernel::Variant::Hopper,
+    );
+    if hopper_device {
+        result.expect("the Hopper kernel must run on a Hopper device");
+        let got = download(&client, out, precision);
+        assert_close(
+            "hopper",
+            &got,
+            &problem.output.data,
+            Tolerance::for_precision(precision),
+            problem.forward_scale(),
+            rng.seed(),
+        );
+    } else {
+        match result {
+            Err(kernel::LaunchError::Unavailable { variant, reason }) => {
+                assert_eq!(variant, kernel::Variant::Hopper);
+                eprintln!("hopper is unavailable here, as expected: {reason}");
+            }
+            other => panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}"),
+        }
+    }
+}
+
+/// Which variants run here, against fixed expectations per kind of device, so that a variant
+/// that stops running where it should (or starts running where it cannot, and fails at
+/// readback) fails this test instead of passing the others by declining. Each variant is
+/// launched on one f32 problem; a decline must name a reason of its own kind.
+///
+/// Expectation: on adapters without subgroup (plane) operations, which is how cubecl's wgpu
+/// runtime reports Mesa's lavapipe and any GL adapter, the portable kernels alone (`naive`,
+/// `tiled`): cubek's routines need subgroups and the Hopper kernel a Hopper GPU. Devices with
+/// subgroups have no fixed list here, and the test says so.
+#[test]
+fn each_variant_runs_exactly_where_expected() {
+    use contract::{binding, client, upload};
+    use cubecl::ir::features::Plane;
+    use kernel::Variant;
+    let client = client();
+    let properties = client.properties();
+    let device = properties.identity.name.clone();
+    let subgroups = properties.features.plane.contains(Plane::Ops);
+    if subgroups {
+        eprintln!("no fixed list of variants for {device}, which has subgroups: nothing compared");
+        return;
+    }
+    let expected = ["naive", "tiled"];
+
+    let precision = Precision::F32;
+    let mut rng = Rng::fresh();
+    let problem = Problem::random(&[1, 64, 48], &[1, 48, 80], &[80], &mut rng, precision);
+    let (lhs, lhs_strides) = upload(&client, &problem.lhs, precision);
+    let (rhs, rhs_strides) = upload(&client, &problem.rhs, precision);
+    let (bias, _) = upload(&client, &problem.bias, precision);
+    let mut ran = Vec::new();
+    for variant in Variant::ALL {
+        let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; 64 * 80]));
+        let operands = kernel::Operands {
+            lhs: binding(&lhs, &[1, 64, 48], &lhs_strides),
+            rhs: binding(&rhs, &[1, 48, 80], &rhs_strides),
+            bias: binding(&bias, &[1, 64, 80], &[0, 0, 1]),
+            out: binding(&out, &[1, 64, 80], &[64 * 80, 80, 1]),
+        };
+        match kernel::launch_variant(&client, operands, contract::elem_type(precision), variant) {
+            Ok(()) => {
+                let got = contract::download(&client, out, precision);
+                assert_close(
+                    &variant.name(),
+                    &got,
+                    &problem.output.data,
+                    Tolerance::for_precision(precision),
+                    problem.forward_scale(),
+                    rng.seed(),
+                );
+                ran.push(variant.name());
+            }
+            Err(error) if error.is_variant_specific() => {
+                eprintln!("{variant} declines here: {error}");
+            }
+            Err(error) => panic!("{variant} refused valid operands: {error}"),
+        }
+    }
+    assert_eq!(
+        ran, expected,
+        "the variants that ran on {device}, which has no subgroups, are not the expected ones"
     );
 }

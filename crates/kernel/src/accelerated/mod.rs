@@ -11,6 +11,7 @@ pub(crate) mod routine;
 use crate::{LaunchError, Operands, Variant};
 use args::{FusedArgs, FusedInputsLaunch, FusedOutputLaunch};
 use cubecl::client::Client;
+use cubecl::ir::features::Plane;
 use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::std::tensor::launch::ViewArg;
@@ -53,6 +54,16 @@ pub(crate) fn launch(
     let variant = Variant::Accelerated(routine);
     if let Some(reason) = routine.known_fault(dtype) {
         return Err(LaunchError::Refused { variant, reason });
+    }
+    // cubek's routines use plane (subgroup) operations; a device without them (wgpu over GL,
+    // some browsers and older GPUs) would fail to compile the kernel, at readback.
+    if !client.properties().features.plane.contains(Plane::Ops) {
+        return Err(LaunchError::Unavailable {
+            variant,
+            reason: "the device has no plane (subgroup) operations, which cubek-matmul's \
+                     routines use"
+                .into(),
+        });
     }
     let result = match routine {
         Routine::Simple { tile, multi_rows } => {

@@ -120,17 +120,18 @@ impl Routine {
         }
     }
 
-    /// Why fmar refuses this routine for `dtype`, if it does: combinations seen to fail at run
-    /// time rather than be refused by cubek's setup. A fault that poisons the device is no
-    /// candidate to measure.
+    /// Why fmar refuses this routine for `dtype`, if it does. These are the combinations that
+    /// fail at run time on an H200 through CUDA/NVRTC instead of being refused by cubek's setup;
+    /// a fault can poison the device, so they are refused before launch and never measured.
     ///
-    /// Seen on an H200 through CUDA/NVRTC (BENCHMARKS.md): the unit routines in half precision
-    /// fail their launch with "too many resources requested". The plane-specialized routines
-    /// faulted the device ("illegal instruction", CUDA error 715, and "illegal address", 700)
-    /// while fmar loaded the bias as the accumulator, which their load planes read out of
-    /// bounds. With the bias added on write, the `mma.sync` one passed the property harness on
-    /// the H200 in every dtype (run 9); the `cmma` one did not fault there either, but its
-    /// property run did not finish in its time, so it stays refused until it does.
+    /// - `simple_unit` and `double_unit` in f16 or bf16 fail their launch with "too many
+    ///   resources requested".
+    /// - `specialized_double_cmma` faults the device ("illegal instruction", CUDA error 715, or
+    ///   "illegal address", 700) when the bias is loaded as the accumulator, which its load
+    ///   planes read out of bounds. fmar adds the bias on write instead, but this routine is not
+    ///   verified against the property harness in that mode, so it stays refused. Its
+    ///   `mma.sync` counterpart, `specialized_double_mma`, passes that harness in every dtype
+    ///   and is allowed.
     pub(crate) fn known_fault(self, dtype: ElemType) -> Option<&'static str> {
         let half = matches!(dtype, ElemType::Float(FloatKind::F16 | FloatKind::BF16));
         match self {

@@ -146,8 +146,13 @@ impl<V: Copy + Display> Kernel<V> {
     }
 }
 
-/// The wgpu runtime's default device.
+/// The wgpu runtime's default device; with the crate's `cuda` feature and
+/// `FMAR_TEST_DEVICE=cuda`, the first CUDA device instead.
 pub fn client() -> Client {
+    #[cfg(feature = "cuda")]
+    if std::env::var("FMAR_TEST_DEVICE").as_deref() == Ok("cuda") {
+        return cubecl::Device::Cuda(cubecl::cuda::CudaDevice::new(0)).client();
+    }
     cubecl::Device::Wgpu(WgpuDevice::default()).client()
 }
 

@@ -1,0 +1,309 @@
+//! Checks and times fmar's kernel variants on a CUDA device, with no Burn in between.
+//!
+//! ```text
+//! cargo run --release -p fmar-kernel --features cuda --example hopper_bench -- \
+//!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--rhs n,k] [SHAPE ...]
+//! ```
+//!
+//! Each `SHAPE` is `b,m,k,n` (default: 1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192).
+//! For every shape, dtype, `rhs` layout (`n`: `[k, n]` row-major, Burn's `Linear` weight; `k`:
+//! a `[n, k]` weight read transposed) and variant, the output is first poisoned with NaN, one
+//! launch is checked against an f64 dot product at 2,048 sampled outputs (every sampled row
+//! and column edge included), then `--reps` launches are timed between two device syncs.
+//! Prints one line per run: `RESULT dtype shape rhs variant ms TFLOP/s max_rel_err status`.
+
+use cubecl::client::Client;
+use cubecl::cuda::CudaDevice;
+use cubecl::ir::{ElemType, FloatKind};
+use cubecl::prelude::*;
+use cubecl::zspace::{Shape, Strides, Tiling};
+use fmar_kernel::{LaunchError, Operands, Variant, last_launched_variant};
+use fmar_tests::{Precision, Rng};
+use std::time::Instant;
+
+struct Options {
+    /// `None`: the crate's own choice (`launch`).
+    variants: Vec<Option<Variant>>,
+    dtypes: Vec<Precision>,
+    rhs_layouts: Vec<char>,
+    reps: usize,
+    shapes: Vec<[usize; 4]>,
+}
+
+fn parse() -> Options {
+    let mut options = Options {
+        variants: vec![Some(Variant::Hopper)],
+        dtypes: vec![Precision::BF16, Precision::F16],
+        rhs_layouts: vec!['n', 'k'],
+        reps: 50,
+        shapes: vec![],
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        match arg.as_str() {
+            "--variants" => {
+                options.variants = value()
+                    .split(',')
+                    .map(|name| {
+                        if name == "launch" {
+                            return None;
+                        }
+                        Some(Variant::from_name(name).unwrap_or_else(|| {
+                            let names: Vec<String> =
+                                Variant::ALL.iter().map(|v| v.name()).collect();
+                            panic!("no variant {name}; one of {names:?}")
+                        }))
+                    })
+                    .collect()
+            }
+            "--dtypes" => {
+                options.dtypes = value()
+                    .split(',')
+                    .map(|name| match name {
+                        "f32" => Precision::F32,
+                        "f16" => Precision::F16,
+                        "bf16" => Precision::BF16,
+                        other => panic!("no dtype {other}"),
+                    })
+                    .collect()
+            }
+            "--rhs" => {
+                options.rhs_layouts = value()
+                    .split(',')
+                    .map(|s| s.chars().next().unwrap())
+                    .collect()
+            }
+            "--reps" => options.reps = value().parse().expect("--reps N"),
+            shape => {
+                let dims: Vec<usize> = shape
+                    .split(',')
+                    .map(|d| d.parse().expect("b,m,k,n"))
+                    .collect();
+                options.shapes.push(dims.try_into().expect("b,m,k,n"));
+            }
+        }
+    }
+    if options.shapes.is_empty() {
+        options.shapes = vec![
+            [1, 4096, 4096, 4096],
+            [1, 16384, 1024, 4096],
+            [1, 8192, 8192, 8192],
+        ];
+    }
+    options
+}
+
+fn elem_type(precision: Precision) -> ElemType {
+    ElemType::Float(match precision {
+        Precision::F32 => FloatKind::F32,
+        Precision::F16 => FloatKind::F16,
+        Precision::BF16 => FloatKind::BF16,
+    })
+}
+
+fn binding(handle: &cubecl::server::Handle, shape: &[usize], strides: &[usize]) -> TensorBinding {
+    TensorBinding {
+        handle: handle.clone().binding(),
+        shape: Shape::from(shape.to_vec()),
+        strides: Strides::new(strides),
+        tiling: Tiling::default(),
+    }
+}
+
+/// One problem on the device: `lhs [b, m, k]`, `rhs [k, n]` broadcast over the batch (stored
+/// `[k, n]` or `[n, k]`), bias `[n]` broadcast, output `[b, m, n]`.
+struct Problem {
+    shape: [usize; 4],
+    precision: Precision,
+    rhs_k_major: bool,
+    lhs: Vec<f64>,
+    rhs: Vec<f64>, // logical [k, n]
+    bias: Vec<f64>,
+    handles: [cubecl::server::Handle; 3],
+}
+
+impl Problem {
+    fn new(
+        client: &Client,
+        shape: [usize; 4],
+        precision: Precision,
+        rhs_k_major: bool,
+        rng: &mut Rng,
+    ) -> Self {
+        let [b, m, k, n] = shape;
+        let lhs = rng.values(b * m * k, -1.0, 1.0, precision);
+        let rhs = rng.values(k * n, -1.0, 1.0, precision);
+        let bias = rng.values(n, -1.0, 1.0, precision);
+        let stored_rhs: Vec<f64> = if rhs_k_major {
+            (0..n * k).map(|i| rhs[(i % k) * n + i / k]).collect()
+        } else {
+            rhs.clone()
+        };
+        let handles = [
+            client.create_from_slice(&precision.encode(&lhs)),
+            client.create_from_slice(&precision.encode(&stored_rhs)),
+            client.create_from_slice(&precision.encode(&bias)),
+        ];
+        Self {
+            shape,
+            precision,
+            rhs_k_major,
+            lhs,
+            rhs,
+            bias,
+            handles,
+        }
+    }
+
+    fn operands(&self, out: &cubecl::server::Handle) -> Operands {
+        let [b, m, k, n] = self.shape;
+        let rhs_strides = if self.rhs_k_major {
+            [0, 1, k]
+        } else {
+            [0, n, 1]
+        };
+        Operands {
+            lhs: binding(&self.handles[0], &[b, m, k], &[m * k, k, 1]),
+            rhs: binding(&self.handles[1], &[b, k, n], &rhs_strides),
+            bias: binding(&self.handles[2], &[b, m, n], &[0, 0, 1]),
+            out: binding(out, &[b, m, n], &[m * n, n, 1]),
+        }
+    }
+
+    /// The worst relative error at sampled outputs (edges included), or why the output is
+    /// wrong.
+    fn check(
+        &self,
+        client: &Client,
+        out: cubecl::server::Handle,
+        rng: &mut Rng,
+    ) -> Result<f64, String> {
+        let [b, m, k, n] = self.shape;
+        let got = self
+            .precision
+            .decode(&client.read_one(out).map_err(|e| format!("{e:?}"))?);
+        let unwritten = got.iter().filter(|v| v.is_nan()).count();
+        if unwritten > 0 {
+            return Err(format!("{unwritten} outputs unwritten (NaN)"));
+        }
+        let mut worst = 0.0f64;
+        let mut samples: Vec<(usize, usize, usize)> = (0..2048)
+            .map(|_| {
+                (
+                    rng.next_u64() as usize % b,
+                    rng.next_u64() as usize % m,
+                    rng.next_u64() as usize % n,
+                )
+            })
+            .collect();
+        samples.extend([
+            (0, 0, 0),
+            (b - 1, m - 1, n - 1),
+            (0, m - 1, 0),
+            (b - 1, 0, n - 1),
+        ]);
+        for (bi, i, j) in samples {
+            let dot: f64 = (0..k)
+                .map(|l| self.lhs[(bi * m + i) * k + l] * self.rhs[l * n + j])
+                .sum();
+            let scale = (k as f64).sqrt() + 1.0;
+            let expected = (dot + self.bias[j]).max(0.0);
+            let error = (got[(bi * m + i) * n + j] - expected).abs() / (expected.abs() + scale);
+            worst = worst.max(error);
+        }
+        let tolerance = 4.0 * self.precision.unit_roundoff();
+        if worst > tolerance {
+            return Err(format!("max relative error {worst:.2e} > {tolerance:.1e}"));
+        }
+        Ok(worst)
+    }
+}
+
+fn main() {
+    let options = parse();
+    let client = cubecl::Device::Cuda(CudaDevice::new(0)).client();
+    let properties = client.properties();
+    println!(
+        "device: {} ({}), SMs {:?}",
+        properties.identity.name,
+        properties.identity.fingerprint,
+        properties.hardware.num_streaming_multiprocessors
+    );
+    let mut rng = Rng::fresh();
+    println!("seed: {}", rng.seed());
+    for &shape in &options.shapes {
+        for &precision in &options.dtypes {
+            for &layout in &options.rhs_layouts {
+                let problem = Problem::new(&client, shape, precision, layout == 'k', &mut rng);
+                for &variant in &options.variants {
+                    run(&client, &problem, variant, options.reps, &mut rng);
+                }
+            }
+        }
+    }
+}
+
+/// `variant`, or the crate's own choice.
+fn launch(
+    client: &Client,
+    operands: Operands,
+    dtype: ElemType,
+    variant: Option<Variant>,
+) -> Result<(), LaunchError> {
+    match variant {
+        Some(variant) => fmar_kernel::launch_variant(client, operands, dtype, variant),
+        None => fmar_kernel::launch(client, operands, dtype),
+    }
+}
+
+fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize, rng: &mut Rng) {
+    let [b, m, k, n] = problem.shape;
+    let name = variant.map_or("launch".to_string(), |v| v.name());
+    let label = format!(
+        "{:?} {b},{m},{k},{n} rhs={} {name}",
+        problem.precision,
+        if problem.rhs_k_major {
+            "k-major"
+        } else {
+            "n-major"
+        }
+    );
+    let dtype = elem_type(problem.precision);
+    // Poison, then one checked launch (its first call also compiles).
+    let poison = problem.precision.encode(&vec![f64::NAN; b * m * n]);
+    let out = client.create_from_slice(&poison);
+    let operands = problem.operands(&out);
+    let first = Instant::now();
+    if let Err(error) = launch(client, operands.clone(), dtype, variant) {
+        println!("RESULT {label} - - - UNAVAILABLE ({error})");
+        return;
+    }
+    if let Err(error) = cubecl::future::block_on(client.sync()) {
+        println!("RESULT {label} - - - FAILED (device error: {error:?})");
+        return;
+    }
+    let first_ms = first.elapsed().as_secs_f64() * 1e3;
+    let error = match problem.check(client, out, rng) {
+        Ok(error) => error,
+        Err(why) => {
+            println!("RESULT {label} - - - WRONG ({why})");
+            return;
+        }
+    };
+    let start = Instant::now();
+    for _ in 0..reps {
+        launch(client, operands.clone(), dtype, variant).expect("launch");
+    }
+    let synced = cubecl::future::block_on(client.sync());
+    let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
+    if let Err(error) = synced {
+        println!("RESULT {label} - - - FAILED (device error while timing: {error:?})");
+        return;
+    }
+    let tflops = 2.0 * (b * m * n * k) as f64 / (ms * 1e-3) / 1e12;
+    let ran = last_launched_variant().map_or("-".to_string(), |v| v.name());
+    println!(
+        "RESULT {label} {ms:.4} {tflops:.1} {error:.1e} ok (first call {first_ms:.0} ms, ran {ran})"
+    );
+}

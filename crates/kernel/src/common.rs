@@ -1,0 +1,70 @@
+//! What fmar's own kernels share: Burn's ReLU, the batch offsets of strided operands, and the
+//! host-side grid and address-width setup of a kernel that walks output tiles.
+
+use crate::Operands;
+use cubecl::client::Client;
+use cubecl::ir::{AddressType, ElemType};
+use cubecl::prelude::*;
+use cubecl::server::CubeCountSelection;
+
+/// ReLU exactly as Burn's reference computes it (`x <= 0` is filled with `+0`): NaN passes
+/// through (`NaN <= 0` is false) and `-0` becomes `+0`. A hardware `max` would leave NaN to the
+/// backend's whim.
+#[cube]
+pub(crate) fn relu(x: f32) -> f32 {
+    select(x <= 0.0, 0.0, x)
+}
+
+/// The element offsets of batch `batch` (the output's batch dims flattened, last dim fastest)
+/// in `lhs`, `rhs` and `bias`. The contract gives every operand the output's batch dims, and
+/// broadcast operands stride 0 on theirs, so they need no special case.
+#[cube]
+pub(crate) fn batch_offsets<F: Float>(
+    lhs: &Tensor<F>,
+    rhs: &Tensor<F>,
+    bias: &Tensor<F>,
+    batch: usize,
+) -> (usize, usize, usize) {
+    let mut remainder = batch;
+    let mut lhs_offset = 0;
+    let mut rhs_offset = 0;
+    let mut bias_offset = 0;
+    let mut dim = lhs.rank() - 2;
+    while dim > 0 {
+        dim -= 1;
+        let size = lhs.shape(dim);
+        let coordinate = remainder % size;
+        remainder /= size;
+        lhs_offset += coordinate * lhs.stride(dim);
+        rhs_offset += coordinate * rhs.stride(dim);
+        bias_offset += coordinate * bias.stride(dim);
+    }
+    (lhs_offset, rhs_offset, bias_offset)
+}
+
+/// The launch setup of a kernel whose cubes walk `tile_m x tile_n` output tiles until none are
+/// left: a grid that covers the tiles once within the device's limits (cubecl spreads it over
+/// x, y and z; the kernel loops over whatever the grid does not reach), and an address width
+/// for every operand and for the tile arithmetic, which spans up to a tile row and column per
+/// batch past the output's end.
+pub(crate) fn tile_walk_setup(
+    client: &Client,
+    ops: &Operands,
+    dtype: ElemType,
+    tile_m: usize,
+    tile_n: usize,
+) -> (CubeCount, AddressType) {
+    let out_len: usize = ops.out.shape.iter().product();
+    let rank = ops.out.shape.len();
+    let (m, n) = (ops.out.shape[rank - 2], ops.out.shape[rank - 1]);
+    let num_tiles = m.div_ceil(tile_m) * n.div_ceil(tile_n) * (out_len / (m * n));
+    let cube_count =
+        CubeCountSelection::new(client, num_tiles.min(u32::MAX as usize) as u32).cube_count();
+    let address_type = [&ops.lhs, &ops.rhs, &ops.bias, &ops.out]
+        .into_iter()
+        .map(|binding| binding.required_address_type(dtype.size()))
+        .max()
+        .unwrap_or(AddressType::U32)
+        .max(AddressType::from_len(num_tiles * tile_m * tile_n));
+    (cube_count, address_type)
+}

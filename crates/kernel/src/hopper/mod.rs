@@ -1,0 +1,155 @@
+//! fmar's Hopper kernel ([`Variant::Hopper`](crate::Variant::Hopper)): TMA-fed stages and
+//! warpgroup MMA, with the bias and ReLU applied from the registers.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `plan` | which layouts the TMA engine can read, and how each operand is addressed |
+//! | `wgmma` | the warpgroup MMA as inline PTX, and shared-memory matrix descriptors |
+//! | `kernel` | the `#[cube]` kernel: producer unit, consumer warpgroups, epilogue |
+//!
+//! It runs on CUDA devices of compute capability 9.0 (the kernel uses `wgmma`, which only the
+//! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
+//! whose strides the TMA engine can follow. Anywhere else it reports itself unavailable, and
+//! the launch runs another variant.
+
+mod kernel;
+pub(crate) mod plan;
+mod wgmma;
+
+use crate::contract::Dims;
+use crate::{LaunchError, Operands, Variant};
+use cubecl::client::Client;
+use cubecl::ir::{AddressType, ElemType, FloatKind};
+use cubecl::prelude::*;
+use cubecl::zspace::Tiling;
+use kernel::{CHUNK_COLS, CUBE_UNITS, KernelConfig, fused_matmul_add_relu_hopper};
+use plan::{MapLayout, PANEL, RhsMajor, TILE_K, TILE_M, TILE_N};
+
+/// Why the Hopper kernel cannot run on `client`'s device, if it cannot.
+pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
+    let properties = client.properties();
+    // cubecl-cuda names a device by the PTX target it compiles for.
+    if properties.identity.fingerprint != "ptx_sm90" {
+        return Some("needs a CUDA device of compute capability 9.0 (Hopper)");
+    }
+    if !properties
+        .features
+        .tma
+        .contains(cubecl::ir::features::Tma::Base)
+    {
+        return Some("the device has no TMA engine");
+    }
+    // cubecl's LLVM backend advertises its own warpgroup MMA; fmar's inline PTX is written for
+    // the CUDA C++ (NVRTC) backend, which advertises none.
+    if !properties.features.matmul.wgmma.is_empty() {
+        return Some("needs cubecl-cuda's CUDA C++ (NVRTC) compiler, not its LLVM backend");
+    }
+    None
+}
+
+/// Runs the Hopper kernel on checked, non-empty operands with `k > 0`.
+pub(crate) fn launch(
+    client: &Client,
+    ops: Operands,
+    dtype: ElemType,
+    dims: Dims,
+) -> Result<(), LaunchError> {
+    let unavailable = |reason: String| LaunchError::Unavailable {
+        variant: Variant::Hopper,
+        reason,
+    };
+    if let Some(reason) = device_unavailability(client) {
+        return Err(unavailable(reason.into()));
+    }
+    let bf16 = match dtype {
+        ElemType::Float(FloatKind::BF16) => true,
+        ElemType::Float(FloatKind::F16) => false,
+        other => {
+            return Err(unavailable(format!(
+                "{other:?} operands (f16 and bf16 only)"
+            )));
+        }
+    };
+    let plan = plan::plan(&ops.lhs, &ops.rhs, &ops.out, dtype.size()).map_err(unavailable)?;
+    if dims.m * dims.n * dims.batch > u32::MAX as usize {
+        return Err(unavailable("an output of more than 2^32 elements".into()));
+    }
+
+    let rank = ops.bias.shape.len();
+    let config = KernelConfig {
+        rhs_k_major: plan.rhs_major == RhsMajor::K,
+        lhs_batched: plan.lhs.batched,
+        rhs_batched: plan.rhs.batched,
+        bf16,
+        bias_row_broadcast: ops.bias.strides[rank - 2] == 0 || dims.m == 1,
+    };
+    let rhs_box = match plan.rhs_major {
+        RhsMajor::N => [1, TILE_K, PANEL],
+        RhsMajor::K => [1, TILE_N, TILE_K],
+    };
+    let lhs_map = tensor_map(&ops.lhs, &plan.lhs, [1, TILE_M, TILE_K], dtype);
+    let rhs_map = tensor_map(&ops.rhs, &plan.rhs, rhs_box, dtype);
+    let out_map = tensor_map(&ops.out, &plan.out, [1, 64, CHUNK_COLS], dtype);
+
+    // Persistent: one cube per multiprocessor (a cube's shared memory fills one), each walking
+    // tiles until none are left.
+    let tiles = dims.m.div_ceil(TILE_M) * dims.n.div_ceil(TILE_N) * dims.batch;
+    let processors = client
+        .properties()
+        .hardware
+        .num_streaming_multiprocessors
+        .unwrap_or(1) as usize;
+    let cube_count = CubeCount::Static(tiles.min(processors) as u32, 1, 1);
+    let address_type = ops
+        .bias
+        .required_address_type(dtype.size())
+        .max(AddressType::from_len(dims.batch * dims.m * dims.n));
+
+    // SAFETY: the contract check bounded every operand's strides by its buffer; the TMA engine
+    // reads `lhs` and `rhs` through maps of their own shapes, filling past the edges with zeros,
+    // and writes the output through a map of its shape, clipping past the edges; the epilogue
+    // reads the bias only at in-bounds rows and columns.
+    unsafe {
+        fused_matmul_add_relu_hopper::launch_unchecked(
+            client,
+            cube_count,
+            CubeDim::new_1d(CUBE_UNITS),
+            address_type,
+            lhs_map,
+            rhs_map,
+            ops.bias.into_tensor_arg(),
+            out_map,
+            dims.m as u32,
+            dims.n as u32,
+            dims.k as u32,
+            dims.batch as u32,
+            config,
+            dtype,
+        );
+    }
+    Ok(())
+}
+
+/// A 128-byte-swizzled tensor map over `binding`'s buffer, laid out as `layout` says, that
+/// copies `tile` (`[batch, rows, cols]`) at a time.
+fn tensor_map(
+    binding: &TensorBinding,
+    layout: &MapLayout,
+    tile: [usize; 3],
+    dtype: ElemType,
+) -> TensorMapArg<Tiled> {
+    let view = TensorBinding {
+        handle: binding.handle.clone(),
+        strides: layout.strides.into(),
+        shape: layout.shape.into(),
+        tiling: Tiling::default(),
+    };
+    TensorMapArg::new(
+        TiledArgs {
+            tile_size: tile.into(),
+        },
+        view.into_tensor_arg(),
+        dtype,
+    )
+    .with_swizzle(TensorMapSwizzle::B128)
+}

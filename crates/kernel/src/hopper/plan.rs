@@ -1,0 +1,206 @@
+//! The host side of the Hopper kernel's contract: whether a problem's layout is one the TMA
+//! engine can read, and how each operand is addressed (which dim is contiguous, how the batch
+//! folds into one TMA coordinate). Plain Rust, no device: unit-tested on any machine.
+
+use cubecl::prelude::TensorBinding;
+
+/// Rows of the output one cube computes: two consumer warpgroups of 64 rows each.
+pub(crate) const TILE_M: usize = 128;
+/// Columns of the output one cube computes: one `m64n256` warpgroup MMA per k step.
+pub(crate) const TILE_N: usize = 256;
+/// Depth of one stage: 64 half-precision elements, one 128-byte swizzle row.
+pub(crate) const TILE_K: usize = 64;
+/// Stages in the shared-memory ring. 4 x 48 KiB leaves room within the 227 KiB a cube may use.
+pub(crate) const STAGES: usize = 4;
+/// Elements along `n` in one TMA box of an N-major `rhs` (128 bytes: the swizzle's span).
+pub(crate) const PANEL: usize = 64;
+
+/// Which dim of `rhs` is contiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum RhsMajor {
+    /// `rhs[.., k, n]` with stride 1 along `n`: Burn's `Linear` weight `[d_in, d_out]`.
+    N,
+    /// `rhs[.., k, n]` with stride 1 along `k`: a `[d_out, d_in]` weight transposed by strides.
+    K,
+}
+
+/// How one of `lhs`/`rhs` is read through a rank-3 tensor map `[batch, rows, cols]`, `cols`
+/// contiguous. Strides in elements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MapLayout {
+    /// `[batch, rows, cols]`; `batch` is 1 for an operand broadcast over every batch dim.
+    pub shape: [usize; 3],
+    /// `[batch, rows, 1]`.
+    pub strides: [usize; 3],
+    /// Whether the output's flattened batch index is this map's batch coordinate (else 0).
+    pub batched: bool,
+}
+
+/// How the Hopper kernel reads a problem, or why it cannot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// `lhs` as `[batch, m, k]`.
+    pub lhs: MapLayout,
+    /// `rhs` as `[batch, k, n]` (N-major) or `[batch, n, k]` (K-major).
+    pub rhs: MapLayout,
+    /// Which dim of `rhs` is contiguous.
+    pub rhs_major: RhsMajor,
+    /// The output as `[batch, m, n]`, written through a tensor map too.
+    pub out: MapLayout,
+}
+
+/// Builds the [`Plan`] of a problem that passed the launch contract, or says in words why TMA
+/// cannot read it (another variant then runs it).
+pub(crate) fn plan(
+    lhs: &TensorBinding,
+    rhs: &TensorBinding,
+    out: &TensorBinding,
+    elem_size: usize,
+) -> Result<Plan, String> {
+    let out_shape: &[usize] = &out.shape;
+    let rank = out_shape.len();
+    let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
+    let k = lhs.shape[rank - 1];
+    let batch_shape = &out_shape[..rank - 2];
+    for (name, binding) in [("lhs", lhs), ("rhs", rhs), ("out", out)] {
+        let offset = binding.handle.offset_start.unwrap_or(0);
+        if !offset.is_multiple_of(16) {
+            return Err(format!(
+                "`{name}` starts {offset} bytes into its buffer, not 16-aligned"
+            ));
+        }
+    }
+
+    let lhs_strides = &lhs.strides[rank - 2..];
+    if lhs_strides[1] != 1 && k > 1 {
+        return Err(format!(
+            "`lhs` is not K-major (strides {:?}): M-major lhs is not supported yet",
+            lhs.strides
+        ));
+    }
+    let lhs_map = map_layout("lhs", lhs, batch_shape, [m, k], lhs_strides[0], elem_size)?;
+
+    let rhs_strides = &rhs.strides[rank - 2..];
+    let (rhs_major, rhs_map) = if rhs_strides[1] == 1 || n == 1 {
+        let map = map_layout("rhs", rhs, batch_shape, [k, n], rhs_strides[0], elem_size)?;
+        (RhsMajor::N, map)
+    } else if rhs_strides[0] == 1 || k == 1 {
+        let map = map_layout("rhs", rhs, batch_shape, [n, k], rhs_strides[1], elem_size)?;
+        (RhsMajor::K, map)
+    } else {
+        return Err(format!(
+            "`rhs` has no contiguous dim among its last two (strides {:?})",
+            rhs.strides
+        ));
+    };
+    // The contract makes the output contiguous: its batch dims fold into one.
+    let out_map = map_layout("out", out, batch_shape, [m, n], n, elem_size)?;
+    Ok(Plan {
+        lhs: lhs_map,
+        rhs: rhs_map,
+        rhs_major,
+        out: out_map,
+    })
+}
+
+/// The rank-3 map of one operand whose last two dims, in memory order, are `[rows, cols]` with
+/// `cols` contiguous and `rows` at `row_stride`.
+fn map_layout(
+    name: &str,
+    binding: &TensorBinding,
+    batch_shape: &[usize],
+    [rows, cols]: [usize; 2],
+    row_stride: usize,
+    elem_size: usize,
+) -> Result<MapLayout, String> {
+    // TMA: every stride but the innermost a multiple of 16 bytes, under 2^40.
+    let row_stride = if rows <= 1 { cols } else { row_stride };
+    let aligned =
+        |stride: usize| (stride * elem_size).is_multiple_of(16) && stride * elem_size < 1 << 40;
+    if !aligned(row_stride) {
+        return Err(format!(
+            "`{name}`'s row stride of {row_stride} elements is not a multiple of 16 bytes"
+        ));
+    }
+    let batch_stride =
+        fold_batch(&binding.strides[..batch_shape.len()], batch_shape).ok_or_else(|| {
+            format!(
+                "`{name}`'s batch strides {:?} over batch dims {batch_shape:?} are neither all \
+                 broadcast nor one evenly strided run",
+                &binding.strides[..batch_shape.len()]
+            )
+        })?;
+    let (batched, shape_b, stride_b) = match batch_stride {
+        // Broadcast over every batch dim (or no batch): one batch, coordinate 0. Its stride is
+        // never followed; any aligned value will do.
+        None => (false, 1, (rows * row_stride).max(row_stride).max(1)),
+        Some(stride) => (true, batch_shape.iter().product(), stride),
+    };
+    if !aligned(stride_b) {
+        return Err(format!(
+            "`{name}`'s batch stride of {stride_b} elements is not a multiple of 16 bytes"
+        ));
+    }
+    Ok(MapLayout {
+        shape: [shape_b, rows, cols],
+        strides: [stride_b, row_stride, 1],
+        batched,
+    })
+}
+
+/// The one stride that takes the flattened batch index (last dim fastest) to an operand's
+/// batch offset: `Some(None)` when the operand is broadcast over every batch dim of more than
+/// one element, `Some(Some(s))` when `offset = index * s`, `None` when neither holds (a mix of
+/// broadcast and strided dims, or dims that do not nest).
+fn fold_batch(strides: &[usize], shape: &[usize]) -> Option<Option<usize>> {
+    let dims: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(size, _)| **size > 1)
+        .map(|(size, stride)| (*size, *stride))
+        .collect();
+    if dims.iter().all(|(_, stride)| *stride == 0) {
+        return Some(None);
+    }
+    let (_, innermost) = *dims.last()?;
+    if innermost == 0 {
+        return None;
+    }
+    let mut expected = innermost;
+    for (size, stride) in dims.iter().rev() {
+        if *stride != expected {
+            return None;
+        }
+        expected = stride * size;
+    }
+    Some(Some(innermost))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_batch_and_full_broadcast_fold_to_no_coordinate() {
+        assert_eq!(fold_batch(&[], &[]), Some(None));
+        assert_eq!(fold_batch(&[0, 0], &[3, 4]), Some(None));
+        // A dim of one element never moves the offset, whatever its stride.
+        assert_eq!(fold_batch(&[77, 0], &[1, 4]), Some(None));
+    }
+
+    #[test]
+    fn nested_batch_dims_fold_into_one_stride() {
+        assert_eq!(fold_batch(&[40, 10], &[3, 4]), Some(Some(10)));
+        assert_eq!(fold_batch(&[10], &[5]), Some(Some(10)));
+        assert_eq!(fold_batch(&[99, 40, 10], &[1, 3, 4]), Some(Some(10)));
+    }
+
+    #[test]
+    fn mixed_or_gapped_batch_dims_do_not_fold() {
+        // Broadcast on one dim, strided on the other.
+        assert_eq!(fold_batch(&[0, 10], &[3, 4]), None);
+        assert_eq!(fold_batch(&[10, 0], &[3, 4]), None);
+        // Strided but not nested (a sliced batch).
+        assert_eq!(fold_batch(&[80, 10], &[3, 4]), None);
+    }
+}

@@ -1,0 +1,195 @@
+//! Hopper's warpgroup MMA (`wgmma.mma_async`) through inline PTX, and the shared-memory matrix
+//! descriptors it reads its operands through.
+//!
+//! cubecl's CUDA C++ compiler has no warpgroup MMA of its own, so the instructions are written
+//! as PTX with `gpu_asm!`. Its limits shape this module: an operand is `in` or `out`, never
+//! both, and a statement has at most one result. One statement therefore takes the old
+//! accumulator in, copies it to its result registers (ptxas coalesces the copies), fences,
+//! issues the MMAs of one stage, commits them and waits for them: no accumulator register is
+//! live across statements while an MMA writes it. The MMAs of one warpgroup overlap with the
+//! other warpgroup's, not with its own next stage.
+
+use cubecl::prelude::*;
+
+/// Accumulator registers per unit of one `m64n256` warpgroup MMA: `64 * 256 / 128` f32.
+pub(crate) const ACC_REGISTERS: usize = 128;
+
+/// The accumulator one unit holds of its warpgroup's `64 x 256` f32 tile.
+pub(crate) type Accumulator = Vector<f32, Const<ACC_REGISTERS>>;
+
+/// A stage's MMAs, as the PTX of one statement needs them spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct MmaShape {
+    /// `n` of each `m64nNk16` MMA.
+    pub n: usize,
+    /// MMAs chained along K in one statement.
+    pub ksteps: usize,
+    /// Whether the operands are bf16 (else f16).
+    pub bf16: bool,
+    /// Whether `B` is MN-major in shared memory (the instruction's transpose bit).
+    pub b_mn_major: bool,
+    /// What one k16 step adds to the `A` descriptor (bytes >> 4).
+    pub a_step: u64,
+    /// What one k16 step adds to the `B` descriptor (bytes >> 4).
+    pub b_step: u64,
+}
+
+/// The PTX of one statement: `D = A * B + C` over `shape.ksteps` chained MMAs, then commit and
+/// wait. Operands, as cubecl numbers them (results first, a vector taking one per element):
+/// `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in), the `A` descriptor `%2R`, the `B` descriptor
+/// `%2R+1`, with `R` the f32 registers per unit (`n / 2`).
+pub(crate) fn mma_ptx(shape: MmaShape) -> String {
+    let r = shape.n / 2;
+    let (da, db) = (2 * r, 2 * r + 1);
+    let d = (0..r)
+        .map(|i| format!("%{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let ty = if shape.bf16 { "bf16" } else { "f16" };
+    let trans_b = u32::from(shape.b_mn_major);
+    // Scale-D is a predicate operand: true, since `C` always holds the running sum.
+    let mut s = String::from(
+        "{\n.reg .b64 fmar_da, fmar_db;\n.reg .b32 fmar_one;\n.reg .pred fmar_acc;\n\
+         mov.b32 fmar_one, 1;\nsetp.ne.b32 fmar_acc, fmar_one, 0;\n",
+    );
+    for i in 0..r {
+        s.push_str(&format!("mov.f32 %{i}, %{};\n", r + i));
+    }
+    s.push_str("wgmma.fence.sync.aligned;\n");
+    s.push_str(&format!(
+        "mov.b64 fmar_da, %{da};\nmov.b64 fmar_db, %{db};\n"
+    ));
+    for step in 0..shape.ksteps {
+        if step > 0 {
+            s.push_str(&format!(
+                "add.s64 fmar_da, fmar_da, {};\nadd.s64 fmar_db, fmar_db, {};\n",
+                shape.a_step, shape.b_step
+            ));
+        }
+        s.push_str(&format!(
+            "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty} {{{d}}}, fmar_da, fmar_db, \
+             fmar_acc, 1, 1, 0, {trans_b};\n",
+            shape.n
+        ));
+    }
+    s.push_str("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+    s
+}
+
+/// The high half of a 128-byte-swizzled descriptor: leading and stride byte offsets (>> 4 in
+/// bits 16-29 and 32-45) and the swizzle mode (1 = 128 bytes, bits 62-63). The tile starts at
+/// a multiple of 1024 bytes, so the base offset (bits 49-51) stays 0.
+pub(crate) const fn descriptor_high_bits(leading_bytes: u64, stride_bytes: u64) -> u64 {
+    (((leading_bytes >> 4) & 0x3FFF) << 16) | (((stride_bytes >> 4) & 0x3FFF) << 32) | (1 << 62)
+}
+
+/// `gpu_asm!` passes an `in` operand's raw value; a vector held in a variable is a pointer
+/// there, which cubecl's C++ would pass as one `l` operand and shift every operand number
+/// after it. Reading it to a value first passes its elements.
+#[cube]
+fn by_value<T: CubePrimitive>(v: T) -> T {
+    intrinsic!(|scope| {
+        let value = v.read_value(scope);
+        value.into()
+    })
+}
+
+/// One stage of MMAs into `acc`: see [`mma_ptx`].
+#[cube]
+pub(crate) fn mma_stage(
+    acc: Accumulator,
+    desc_a: u64,
+    desc_b: u64,
+    #[comptime] shape: MmaShape,
+) -> Accumulator {
+    let body = comptime![mma_ptx(shape)];
+    let c = by_value::<Accumulator>(acc);
+    let da = by_value::<u64>(desc_a);
+    let db = by_value::<u64>(desc_b);
+    let out: Accumulator;
+    // cubecl refuses an operand the text never names: the comment names them all once.
+    gpu_asm!(
+        "// fmar wgmma: d={d} c={c} a={da} b={db}\n{body}",
+        d = out(_) out,
+        c = in(_) c,
+        da = in(_) da,
+        db = in(_) db,
+    );
+    out
+}
+
+/// The shared-window address of a shared-memory slice (`cvta.to.shared`), for descriptors.
+#[cube]
+pub(crate) fn shared_address<T: CubePrimitive>(tile: &[T]) -> u32 {
+    let pointer = tile.as_ptr();
+    let address: u32;
+    gpu_asm!(
+        "{{ .reg .u64 fmar_t; cvta.to.shared.u64 fmar_t, {p}; cvt.u32.u64 {a}, fmar_t; }}",
+        a = out(_) address,
+        p = in(_) pointer,
+        options(pure, nomem),
+    );
+    address
+}
+
+/// A descriptor of the 128-byte-swizzled tile at shared address `address`.
+#[cube]
+pub(crate) fn descriptor(
+    address: u32,
+    #[comptime] leading_bytes: u64,
+    #[comptime] stride_bytes: u64,
+) -> u64 {
+    let high = comptime![descriptor_high_bits(leading_bytes, stride_bytes)];
+    u64::cast_from((address >> 4) & 0x3FFF) | high
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> MmaShape {
+        MmaShape {
+            n: 256,
+            ksteps: 4,
+            bf16: true,
+            b_mn_major: false,
+            a_step: 2,
+            b_step: 2,
+        }
+    }
+
+    #[test]
+    fn one_statement_names_every_register_once_and_waits_for_its_mmas() {
+        let ptx = mma_ptx(shape());
+        assert_eq!(ptx.matches("wgmma.mma_async").count(), 4);
+        assert_eq!(ptx.matches("mov.f32").count(), 128);
+        assert!(ptx.contains("m64n256k16.f32.bf16.bf16 {%0, %1,"));
+        assert!(ptx.contains("%127}, fmar_da, fmar_db, fmar_acc, 1, 1, 0, 0;"));
+        assert!(ptx.contains("mov.b64 fmar_da, %256;\nmov.b64 fmar_db, %257;"));
+        assert_eq!(ptx.matches("add.s64 fmar_da, fmar_da, 2;").count(), 3);
+        assert!(ptx.ends_with("wgmma.wait_group.sync.aligned 0;\n}"));
+    }
+
+    #[test]
+    fn the_transpose_bit_and_type_follow_the_shape() {
+        let ptx = mma_ptx(MmaShape {
+            bf16: false,
+            b_mn_major: true,
+            b_step: 128,
+            ..shape()
+        });
+        assert!(ptx.contains("m64n256k16.f32.f16.f16"));
+        assert!(ptx.contains("fmar_db, fmar_acc, 1, 1, 0, 1;"));
+        assert_eq!(ptx.matches("add.s64 fmar_db, fmar_db, 128;").count(), 3);
+    }
+
+    #[test]
+    fn descriptor_bits_match_ptx_layout() {
+        // K-major, 128-byte swizzle: LBO field 1, SBO 1024 bytes, mode 1.
+        let high = descriptor_high_bits(16, 1024);
+        assert_eq!((high >> 16) & 0x3FFF, 1);
+        assert_eq!((high >> 32) & 0x3FFF, 64);
+        assert_eq!(high >> 62, 1);
+        assert_eq!(high & 0x3FFF, 0);
+    }
+}
