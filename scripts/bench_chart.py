@@ -88,7 +88,7 @@ def main():
         ax.set_title(f"{label}: {data['dtype']} on {data['device']}", fontsize=9)
         ax.legend(fontsize=7, loc="upper right")
     fig.text(0.01, 0.005, "dashed: PyTorch cuBLAS matmul alone; dotted: PyTorch unfused relu(bmm + bias) "
-             "(speed issue, same H200). Bias [n]. Shapes b x m x k x n.", fontsize=7)
+             "(measured separately, same H200 model). Bias [n]. Shapes b x m x k x n.", fontsize=7)
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     fig.savefig(args.output)
 

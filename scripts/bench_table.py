@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The same-run speed table for BENCHMARKS.md, from the benchmark's JSON files (one per dtype)
-and the PyTorch anchor's JSON, all from one GPU session.
+and the PyTorch anchor's JSON, all from one run on one machine.
 
     python3 scripts/bench_table.py results/bench_bf16.json results/bench_f16.json ... \
         --anchor results/torch_anchor.json

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# One GPU session of fmar's speed work, run from the repository root on a machine with an NVIDIA
+# One run of fmar's speed measurements, from the repository root on a machine with an NVIDIA
 # GPU, CUDA's driver and NVRTC, and (for the anchor) PyTorch:
 #
 #   1. the property harness on CUDA with each listed variant pinned (`FMAR_KERNEL`), all dtypes;
 #   2. the forward benchmark, one process per dtype, every variant, Burn's fused path and Burn's
 #      matmul alone;
 #   3. a PyTorch anchor script, `.gpu/torch_anchor.py` when present (it writes
-#      `torch_anchor.json`), in the same session, so that its figures are from the same hour.
+#      `torch_anchor.json`), on the same machine, so that its figures are from the same hour.
 #
 # Needs, in `.gpu/`: `properties.xz` and `bench.xz`, release binaries built with
 # `--features fmar/cuda-nvrtc,fmar/autotune` (the test binary of `tests/tests/properties.rs` and
-# the `bench` example), packed with `xz`. cubecl's tune cache is kept between sessions: it is read
+# the `bench` example), packed with `xz`. cubecl's tune cache is kept between runs: it is read
 # from `.gpu/tunecache.tgz` when present and written back as `tunecache.tgz` in the output
 # folder (the benchmark runs in a folder with no Cargo.toml above it, so cubecl keeps its cache in
 # the user cache directory, which `XDG_CACHE_HOME` points here). The logs come back packed in

@@ -1,5 +1,5 @@
 //! Arbitrary shapes, dtypes and strides through `fmar::try_matmul_add_relu_nd` on the default
-//! device (lavapipe in this workplace). The only acceptable outcomes:
+//! device (for example Mesa's lavapipe). The only acceptable outcomes:
 //! - `Ok` where the inputs are valid, with values (and, on the autodiff device, gradients)
 //!   matching the f64 reference within the dtype's tolerance;
 //! - a typed `Err` of the class that the shape, dtype and device rules predict.

@@ -1,4 +1,4 @@
-//! The seed's behaviour through fmar's public API: forward values and all three gradients
+//! The 3-D operation through fmar's public API: forward values and all three gradients
 //! against the f64 reference (and hence against Burn's composed reference), on Burn's default
 //! device (Fusion on) and through the autodiff device, with proof that fmar's kernel ran.
 
@@ -46,7 +46,7 @@ fn check_against_f64(
     );
 }
 
-/// `b x m x k x n` with both batches `b`, plus the broadcast variants the issue names.
+/// `b x m x k x n` with both batches `b`, plus two where one batch of 1 broadcasts to 5.
 fn cases() -> Vec<([usize; 3], [usize; 3])> {
     let mut cases: Vec<([usize; 3], [usize; 3])> = [
         (1, 17, 33, 5),

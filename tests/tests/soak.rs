@@ -2,8 +2,8 @@
 //! dtypes, under Fusion and autodiff, every result checked; device memory and host memory must
 //! stay flat.
 //!
-//! `FMAR_SOAK_ITERATIONS` sets the count (CI: 2,000 after the warm-up; the closing note of
-//! issue 7 records 100,000). The warm-up runs every configuration once, so that every kernel is
+//! `FMAR_SOAK_ITERATIONS` sets the count (CI: 2,000 after the warm-up; docs/TESTING.md records
+//! a run of 100,000). The warm-up runs every configuration once, so that every kernel is
 //! compiled and every memory-pool size class exists before the baseline is taken; after that,
 //! - Burn's device memory in use (`Device::memory_pool_usage().bytes_in_use`) must return to
 //!   the baseline whenever no tensor is alive, and the bytes the pools reserve may not grow by

@@ -5,12 +5,16 @@
 //! synthetic, so nothing is downloaded: random inputs, and regression targets from a random
 //! teacher network of the same shape.
 //!
-//! On N GPUs (CUDA; the all-reduce runs through NCCL, with NVLink multicast off):
+//! On N GPUs (CUDA; the all-reduce runs through NCCL):
 //!
 //! ```text
 //! BURN_DEVICE=cuda NCCL_NVLS_ENABLE=0 cargo run --release --features cuda-nvrtc \
 //!     --example train_data_parallel -- --devices 2 --hidden 4096 --dtype bf16
 //! ```
+//!
+//! `NCCL_NVLS_ENABLE=0` turns off NCCL's NVLink SHARP (multicast) algorithms; leaving them off
+//! avoids NCCL's multicast setup, which some shared or virtualised multi-GPU hosts do not
+//! support. Drop it on hosts where NVLink multicast works.
 //!
 //! On the CPU (Burn's Flex backend; N members are then N logical members sharing the one
 //! device, which Burn's collectives run over transfers: it shows the code path, not a speed-up):

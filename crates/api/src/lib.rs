@@ -9,7 +9,7 @@
 //!
 //! | call | ranks | on bad input |
 //! |---|---|---|
-//! | [`matmul_add_relu`] | `Tensor<3>` operands and bias (the seed's signature) | panics |
+//! | [`matmul_add_relu`] | `Tensor<3>` operands and bias (the original 3-D signature) | panics |
 //! | [`try_matmul_add_relu`] | same | returns [`Error`] |
 //! | [`matmul_add_relu_nd`] | any rank `D >= 2`, bias of any rank `<= D` (a `Linear` bias is `[n]`) | panics |
 //! | [`try_matmul_add_relu_nd`] | same | returns [`Error`] |
@@ -84,7 +84,7 @@ impl FusedMatmulAddReluBackend for CubeBackend {
 }
 
 /// The CPU fallback: Burn's pure-Rust `Flex` backend, where the function is composed from
-/// Flex's own operations (its matmul is a blocked SIMD GEMM; see the README for the measurement
+/// Flex's own operations (its matmul is a blocked SIMD GEMM; BENCHMARKS.md has the measurement
 /// behind this choice).
 impl FusedMatmulAddReluBackend for Flex {
     fn fused_matmul_add_relu(
@@ -109,8 +109,8 @@ impl<B: FusedMatmulAddReluBackend, C: CheckpointStrategy> FusedMatmulAddReluBack
     }
 }
 
-/// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable, on `Tensor<3>`s: the seed's
-/// signature. See [`try_matmul_add_relu_nd`] for the rules.
+/// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable, on `Tensor<3>`s: the original
+/// 3-D signature. See [`try_matmul_add_relu_nd`] for the rules.
 ///
 /// # Panics
 ///
@@ -152,7 +152,7 @@ pub fn matmul_add_relu_nd<const D: usize, const B: usize>(
 ///
 /// Every check runs here, before the operation is dispatched or registered with Fusion, so no
 /// error first appears when the result is read. NaN and infinities follow IEEE arithmetic as in
-/// the reference (see the README).
+/// the reference (ARCHITECTURE.md, "The operation's rules", has the details).
 ///
 /// ```
 /// use burn::tensor::Tensor;
