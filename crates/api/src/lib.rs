@@ -84,8 +84,8 @@ impl FusedMatmulAddReluBackend for CubeBackend {
 }
 
 /// The CPU fallback: Burn's pure-Rust `Flex` backend, where the function is composed from
-/// Flex's own operations (its matmul is a blocked SIMD GEMM; BENCHMARKS.md has the measurement
-/// behind this choice).
+/// Flex's own operations (its matmul is a blocked SIMD GEMM;
+/// `bench/runs/2026-11-30-cpu-flex-choice/README.md` has the measurement behind this choice).
 impl FusedMatmulAddReluBackend for Flex {
     fn fused_matmul_add_relu(
         lhs: FloatTensor<Self>,

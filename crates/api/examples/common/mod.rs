@@ -48,38 +48,6 @@ pub fn median_time<T>(
     times[times.len() / 2]
 }
 
-/// Median time per call of `f`, over batches of back-to-back calls each synchronised with
-/// `device` once, within about `budget`. One warm-up call sizes the batches (up to 200 calls,
-/// 3 to 15 batches), so a launch that takes microseconds is timed over many launches rather
-/// than one launch plus a sync. Results stay alive until the sync: Fusion skips work whose
-/// result is dropped unread.
-pub fn median_time_in_batches<T>(
-    device: &Device,
-    budget: Duration,
-    mut f: impl FnMut() -> T,
-) -> Duration {
-    let start = Instant::now();
-    let kept = f();
-    device.sync().expect("device sync");
-    drop(kept);
-    let one = start.elapsed().max(Duration::from_micros(1));
-    let per_batch = ((budget.as_secs_f64() / 10.0) / one.as_secs_f64()).clamp(1.0, 200.0) as usize;
-    let batches =
-        ((budget.as_secs_f64() / (one.as_secs_f64() * per_batch as f64)) as usize).clamp(3, 15);
-    let mut samples: Vec<Duration> = (0..batches)
-        .map(|_| {
-            let start = Instant::now();
-            let kept: Vec<T> = (0..per_batch).map(|_| f()).collect();
-            device.sync().expect("device sync");
-            let elapsed = start.elapsed() / per_batch as u32;
-            drop(kept);
-            elapsed
-        })
-        .collect();
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 /// `||a - b|| / ||b||` (Frobenius norms), computed in f64 from the two tensors' values.
 pub fn relative_error<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f64 {
     let values = |t: Tensor<D>| {

@@ -1,0 +1,56 @@
+//! The clock: the first call on fresh inputs, and the median time per call over batches.
+
+use burn::tensor::Device;
+use std::time::{Duration, Instant};
+
+/// Runs `call` once and waits for `device`: its result, the time it took (compilation and
+/// autotune included, when this is the first call), and whether fmar's kernel ran.
+pub fn first_call<T>(
+    device: &Device,
+    call: impl FnOnce() -> Result<T, String>,
+) -> Result<(T, Duration, bool), String> {
+    let launches = fmar::diagnostics::kernel_launches();
+    let start = Instant::now();
+    let value = call()?;
+    device
+        .sync()
+        .map_err(|error| format!("executing: {error:?}"))?;
+    let elapsed = start.elapsed();
+    Ok((
+        value,
+        elapsed,
+        fmar::diagnostics::kernel_launches() > launches,
+    ))
+}
+
+/// Median time per call of `f`, over batches of back-to-back calls each synchronised with
+/// `device` once, within about `budget`. One warm-up call sizes the batches (up to 200 calls,
+/// 3 to 15 batches), so a launch that takes microseconds is timed over many launches rather
+/// than one launch plus a sync. Results stay alive until the sync: Fusion skips work whose
+/// result is dropped unread.
+pub fn median_time_in_batches<T>(
+    device: &Device,
+    budget: Duration,
+    mut f: impl FnMut() -> T,
+) -> Duration {
+    let start = Instant::now();
+    let kept = f();
+    device.sync().expect("device sync");
+    drop(kept);
+    let one = start.elapsed().max(Duration::from_micros(1));
+    let per_batch = ((budget.as_secs_f64() / 10.0) / one.as_secs_f64()).clamp(1.0, 200.0) as usize;
+    let batches =
+        ((budget.as_secs_f64() / (one.as_secs_f64() * per_batch as f64)) as usize).clamp(3, 15);
+    let mut samples: Vec<Duration> = (0..batches)
+        .map(|_| {
+            let start = Instant::now();
+            let kept: Vec<T> = (0..per_batch).map(|_| f()).collect();
+            device.sync().expect("device sync");
+            let elapsed = start.elapsed() / per_batch as u32;
+            drop(kept);
+            elapsed
+        })
+        .collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
