@@ -2,15 +2,17 @@
 //!
 //! ```text
 //! cargo run --release -p fmar-kernel --features cuda --example hopper_bench -- \
-//!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--rhs n,k] [SHAPE ...]
+//!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--lhs k,m] [--rhs n,k]
+//!     [SHAPE ...]
 //! ```
 //!
 //! Each `SHAPE` is `b,m,k,n` (default: 1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192).
-//! For every shape, dtype, `rhs` layout (`n`: `[k, n]` row-major, Burn's `Linear` weight; `k`:
-//! a `[n, k]` weight read transposed) and variant, the output is first poisoned with NaN, one
+//! For every shape, dtype, `lhs` layout (`k`: row-major, the default; `m`: stored `[k, m]` and
+//! read transposed), `rhs` layout (`n`: `[k, n]` row-major, Burn's `Linear` weight; `k`: a
+//! `[n, k]` weight read transposed) and variant, the output is first poisoned with NaN, one
 //! launch is checked against an f64 dot product at 2,048 sampled outputs (every sampled row
 //! and column edge included), then `--reps` launches are timed between two device syncs.
-//! Prints one line per run: `RESULT dtype shape rhs variant ms TFLOP/s max_rel_err status`.
+//! Prints one line per run: `RESULT dtype shape lhs rhs variant ms TFLOP/s max_rel_err status`.
 
 use cubecl::client::Client;
 use cubecl::cuda::CudaDevice;
@@ -25,6 +27,7 @@ struct Options {
     /// `None`: the crate's own choice (`launch`).
     variants: Vec<Option<Variant>>,
     dtypes: Vec<Precision>,
+    lhs_layouts: Vec<char>,
     rhs_layouts: Vec<char>,
     reps: usize,
     shapes: Vec<[usize; 4]>,
@@ -34,6 +37,7 @@ fn parse() -> Options {
     let mut options = Options {
         variants: vec![Some(Variant::Hopper)],
         dtypes: vec![Precision::BF16, Precision::F16],
+        lhs_layouts: vec!['k'],
         rhs_layouts: vec!['n', 'k'],
         reps: 50,
         shapes: vec![],
@@ -66,6 +70,12 @@ fn parse() -> Options {
                         "bf16" => Precision::BF16,
                         other => panic!("no dtype {other}"),
                     })
+                    .collect()
+            }
+            "--lhs" => {
+                options.lhs_layouts = value()
+                    .split(',')
+                    .map(|s| s.chars().next().unwrap())
                     .collect()
             }
             "--rhs" => {
@@ -111,11 +121,13 @@ fn binding(handle: &cubecl::server::Handle, shape: &[usize], strides: &[usize]) 
     }
 }
 
-/// One problem on the device: `lhs [b, m, k]`, `rhs [k, n]` broadcast over the batch (stored
-/// `[k, n]` or `[n, k]`), bias `[n]` broadcast, output `[b, m, n]`.
+/// One problem on the device: `lhs [b, m, k]` (stored `[b, m, k]` or `[b, k, m]`), `rhs [k, n]`
+/// broadcast over the batch (stored `[k, n]` or `[n, k]`), bias `[n]` broadcast, output
+/// `[b, m, n]`.
 struct Problem {
     shape: [usize; 4],
     precision: Precision,
+    lhs_m_major: bool,
     rhs_k_major: bool,
     lhs: Vec<f64>,
     rhs: Vec<f64>, // logical [k, n]
@@ -128,6 +140,7 @@ impl Problem {
         client: &Client,
         shape: [usize; 4],
         precision: Precision,
+        lhs_m_major: bool,
         rhs_k_major: bool,
         rng: &mut Rng,
     ) -> Self {
@@ -140,14 +153,26 @@ impl Problem {
         } else {
             rhs.clone()
         };
+        let stored_lhs: Vec<f64> = if lhs_m_major {
+            // Per batch, `[k, m]`.
+            (0..b * m * k)
+                .map(|i| {
+                    let (batch, within) = (i / (m * k), i % (m * k));
+                    lhs[batch * m * k + (within % m) * k + within / m]
+                })
+                .collect()
+        } else {
+            lhs.clone()
+        };
         let handles = [
-            client.create_from_slice(&precision.encode(&lhs)),
+            client.create_from_slice(&precision.encode(&stored_lhs)),
             client.create_from_slice(&precision.encode(&stored_rhs)),
             client.create_from_slice(&precision.encode(&bias)),
         ];
         Self {
             shape,
             precision,
+            lhs_m_major,
             rhs_k_major,
             lhs,
             rhs,
@@ -163,8 +188,13 @@ impl Problem {
         } else {
             [0, n, 1]
         };
+        let lhs_strides = if self.lhs_m_major {
+            [m * k, 1, m]
+        } else {
+            [m * k, k, 1]
+        };
         Operands {
-            lhs: binding(&self.handles[0], &[b, m, k], &[m * k, k, 1]),
+            lhs: binding(&self.handles[0], &[b, m, k], &lhs_strides),
             rhs: binding(&self.handles[1], &[b, k, n], &rhs_strides),
             bias: binding(&self.handles[2], &[b, m, n], &[0, 0, 1]),
             out: binding(out, &[b, m, n], &[m * n, n, 1]),
@@ -234,10 +264,19 @@ fn main() {
     println!("seed: {}", rng.seed());
     for &shape in &options.shapes {
         for &precision in &options.dtypes {
-            for &layout in &options.rhs_layouts {
-                let problem = Problem::new(&client, shape, precision, layout == 'k', &mut rng);
-                for &variant in &options.variants {
-                    run(&client, &problem, variant, options.reps, &mut rng);
+            for &lhs_layout in &options.lhs_layouts {
+                for &rhs_layout in &options.rhs_layouts {
+                    let problem = Problem::new(
+                        &client,
+                        shape,
+                        precision,
+                        lhs_layout == 'm',
+                        rhs_layout == 'k',
+                        &mut rng,
+                    );
+                    for &variant in &options.variants {
+                        run(&client, &problem, variant, options.reps, &mut rng);
+                    }
                 }
             }
         }
@@ -261,8 +300,13 @@ fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize
     let [b, m, k, n] = problem.shape;
     let name = variant.map_or("launch".to_string(), |v| v.name());
     let label = format!(
-        "{:?} {b},{m},{k},{n} rhs={} {name}",
+        "{:?} {b},{m},{k},{n} lhs={} rhs={} {name}",
         problem.precision,
+        if problem.lhs_m_major {
+            "m-major"
+        } else {
+            "k-major"
+        },
         if problem.rhs_k_major {
             "k-major"
         } else {
@@ -295,6 +339,9 @@ fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize
     for _ in 0..reps {
         launch(client, operands.clone(), dtype, variant).expect("launch");
     }
+    // Host time to issue the launches: where the device is faster than the host (tiny
+    // shapes), this is the whole loop's time, the host cost per launch.
+    let host_us = start.elapsed().as_secs_f64() * 1e6 / reps as f64;
     let synced = cubecl::future::block_on(client.sync());
     let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
     if let Err(error) = synced {
@@ -304,6 +351,7 @@ fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize
     let tflops = 2.0 * (b * m * n * k) as f64 / (ms * 1e-3) / 1e12;
     let ran = last_launched_variant().map_or("-".to_string(), |v| v.name());
     println!(
-        "RESULT {label} {ms:.4} {tflops:.1} {error:.1e} ok (first call {first_ms:.0} ms, ran {ran})"
+        "RESULT {label} {ms:.4} {tflops:.1} {error:.1e} ok (first call {first_ms:.0} ms, host \
+         {host_us:.1} us/launch, ran {ran})"
     );
 }

@@ -15,9 +15,24 @@ pub(crate) fn relu(x: f32) -> f32 {
     select(x <= 0.0, 0.0, x)
 }
 
-/// The element offsets of batch `batch` (the output's batch dims flattened, last dim fastest)
-/// in `lhs`, `rhs` and `bias`. The contract gives every operand the output's batch dims, and
-/// broadcast operands stride 0 on theirs, so they need no special case.
+/// The element offset of batch `batch` (the output's batch dims flattened, last dim fastest) in
+/// `tensor`. The contract gives every operand the output's batch dims, and broadcast operands
+/// stride 0 on theirs, so they need no special case.
+#[cube]
+pub(crate) fn batch_offset<F: Float>(tensor: &Tensor<F>, batch: usize) -> usize {
+    let mut remainder = batch;
+    let mut offset = 0;
+    let mut dim = tensor.rank() - 2;
+    while dim > 0 {
+        dim -= 1;
+        let size = tensor.shape(dim);
+        offset += (remainder % size) * tensor.stride(dim);
+        remainder /= size;
+    }
+    offset
+}
+
+/// [`batch_offset`] of `lhs`, `rhs` and `bias`.
 #[cube]
 pub(crate) fn batch_offsets<F: Float>(
     lhs: &Tensor<F>,
@@ -25,21 +40,11 @@ pub(crate) fn batch_offsets<F: Float>(
     bias: &Tensor<F>,
     batch: usize,
 ) -> (usize, usize, usize) {
-    let mut remainder = batch;
-    let mut lhs_offset = 0;
-    let mut rhs_offset = 0;
-    let mut bias_offset = 0;
-    let mut dim = lhs.rank() - 2;
-    while dim > 0 {
-        dim -= 1;
-        let size = lhs.shape(dim);
-        let coordinate = remainder % size;
-        remainder /= size;
-        lhs_offset += coordinate * lhs.stride(dim);
-        rhs_offset += coordinate * rhs.stride(dim);
-        bias_offset += coordinate * bias.stride(dim);
-    }
-    (lhs_offset, rhs_offset, bias_offset)
+    (
+        batch_offset::<F>(lhs, batch),
+        batch_offset::<F>(rhs, batch),
+        batch_offset::<F>(bias, batch),
+    )
 }
 
 /// The launch setup of a kernel whose cubes walk `tile_m x tile_n` output tiles until none are

@@ -139,56 +139,116 @@ fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
 /// capability 9.0, through cubecl's CUDA C++ compiler) and computes the contract's function
 /// there; everywhere else it reports itself unavailable, so that the launch runs another
 /// variant. Either way the test asserts which: a decline is never silent.
+///
+/// On a Hopper device every problem below runs, each ragged in `m`, `n` and `k`; on an H200
+/// (132 multiprocessors) they take each of the kernel's tile shapes in turn (128 x 256,
+/// 128 x 128, 64 x 128, 64 x 64), with `lhs` both K-major and M-major, `rhs` both N-major and
+/// K-major, batched and batch-broadcast operands, and row-broadcast, per-batch and full biases.
 #[test]
 fn hopper_runs_exactly_where_the_device_has_it() {
     use contract::{binding, client, download, elem_type, supports, upload};
     let client = client();
     let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
-    let precision = if hopper_device {
-        Precision::BF16
-    } else {
-        Precision::F16
-    };
-    if !should_run(precision, supports(precision)) {
-        return;
-    }
-    let mut rng = Rng::fresh();
-    // Two batches, ragged m and n, a batch-broadcast weight and a `[n]` bias.
-    let problem = Problem::random(&[2, 130, 72], &[1, 72, 264], &[264], &mut rng, precision);
-    let (lhs, lhs_strides) = upload(&client, &problem.lhs, precision);
-    let (rhs, _) = upload(&client, &problem.rhs, precision);
-    let (bias, _) = upload(&client, &problem.bias, precision);
-    let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; 2 * 130 * 264]));
-    let operands = kernel::Operands {
-        lhs: binding(&lhs, &[2, 130, 72], &lhs_strides),
-        rhs: binding(&rhs, &[2, 72, 264], &[0, 264, 1]),
-        bias: binding(&bias, &[2, 130, 264], &[0, 0, 1]),
-        out: binding(&out, &[2, 130, 264], &[130 * 264, 264, 1]),
-    };
-    let result = kernel::launch_variant(
-        &client,
-        operands,
-        elem_type(precision),
-        kernel::Variant::Hopper,
+    // Shapes of lhs, rhs and bias; whether lhs is stored M-major and rhs K-major (else each is
+    // row-major).
+    type HopperProblem = (
+        &'static [usize],
+        &'static [usize],
+        &'static [usize],
+        bool,
+        bool,
     );
-    if hopper_device {
-        result.expect("the Hopper kernel must run on a Hopper device");
-        let got = download(&client, out, precision);
-        assert_close(
-            "hopper",
-            &got,
-            &problem.output.data,
-            Tolerance::for_precision(precision),
-            problem.forward_scale(),
-            rng.seed(),
-        );
+    let problems: &[HopperProblem] = &[
+        (&[2, 130, 72], &[1, 72, 264], &[264], false, false),
+        (&[1000, 200], &[200, 4000], &[4000], false, false),
+        (&[1000, 136], &[136, 2000], &[1000, 2000], false, true),
+        (&[504, 136], &[136, 2000], &[2000], true, true),
+        (&[2, 200, 264], &[2, 264, 136], &[2, 1, 136], true, false),
+        (&[3, 1, 4104], &[1, 4104, 1000], &[1, 1000], false, false),
+    ];
+    let precisions: &[Precision] = if hopper_device {
+        &[Precision::BF16, Precision::F16]
     } else {
-        match result {
-            Err(kernel::LaunchError::Unavailable { variant, reason }) => {
-                assert_eq!(variant, kernel::Variant::Hopper);
-                eprintln!("hopper is unavailable here, as expected: {reason}");
+        &[Precision::F16]
+    };
+    for &precision in precisions {
+        if !should_run(precision, supports(precision)) {
+            continue;
+        }
+        for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major, rhs_k_major) in problems {
+            let mut rng = Rng::fresh();
+            let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
+            let out_shape = problem.output.shape.clone();
+            let rank = out_shape.len();
+            // Stored transposed and read back through swapped strides, or row-major.
+            let stored = |host: &fmar_tests::HostTensor, transposed: bool| {
+                if !transposed {
+                    return upload(&client, host, precision);
+                }
+                let (handle, mut strides) =
+                    upload(&client, &fmar_tests::layout::transposed(host), precision);
+                let r = strides.len();
+                strides.swap(r - 2, r - 1);
+                (handle, strides)
+            };
+            let (lhs, lhs_strides) = stored(&problem.lhs, lhs_m_major);
+            let (rhs, rhs_strides) = stored(&problem.rhs, rhs_k_major);
+            let (bias, bias_strides) = upload(&client, &problem.bias, precision);
+            let out_len: usize = out_shape.iter().product();
+            let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; out_len]));
+            let out_strides = fmar_tests::layout::contiguous_strides(&out_shape);
+            let with_k = |shape: &[usize], strides: &[usize], rows: usize, cols: usize| {
+                let mut target = out_shape.clone();
+                target[rank - 2] = rows;
+                target[rank - 1] = cols;
+                contract::expand(shape, strides, &target)
+            };
+            let k = problem.lhs.shape[problem.lhs.shape.len() - 1];
+            let (lhs_view, lhs_view_strides) =
+                with_k(&problem.lhs.shape, &lhs_strides, out_shape[rank - 2], k);
+            let (rhs_view, rhs_view_strides) =
+                with_k(&problem.rhs.shape, &rhs_strides, k, out_shape[rank - 1]);
+            let (bias_view, bias_view_strides) =
+                contract::expand(&problem.bias.shape, &bias_strides, &out_shape);
+            let operands = kernel::Operands {
+                lhs: binding(&lhs, &lhs_view, &lhs_view_strides),
+                rhs: binding(&rhs, &rhs_view, &rhs_view_strides),
+                bias: binding(&bias, &bias_view, &bias_view_strides),
+                out: binding(&out, &out_shape, &out_strides),
+            };
+            let result = kernel::launch_variant(
+                &client,
+                operands,
+                elem_type(precision),
+                kernel::Variant::Hopper,
+            );
+            if hopper_device {
+                result.expect("the Hopper kernel must run on a Hopper device");
+                let got = download(&client, out, precision);
+                assert_close(
+                    &format!(
+                        "hopper {precision:?} lhs {lhs_shape:?} (M-major: {lhs_m_major}) rhs \
+                         {rhs_shape:?} (K-major: {rhs_k_major}) bias {bias_shape:?}"
+                    ),
+                    &got,
+                    &problem.output.data,
+                    Tolerance::for_precision(precision),
+                    problem.forward_scale(),
+                    rng.seed(),
+                );
+            } else {
+                match result {
+                    Err(kernel::LaunchError::Unavailable { variant, reason }) => {
+                        assert_eq!(variant, kernel::Variant::Hopper);
+                        eprintln!("hopper is unavailable here, as expected: {reason}");
+                    }
+                    other => {
+                        panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}")
+                    }
+                }
+                // One problem shows the decline.
+                return;
             }
-            other => panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}"),
         }
     }
 }

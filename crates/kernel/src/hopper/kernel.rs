@@ -1,36 +1,28 @@
-//! The Hopper kernel, persistent: each cube walks `TILE_M x TILE_N` output tiles (grouped
+//! The Hopper kernel, persistent: each cube walks output tiles of its [`TileShape`] (grouped
 //! order, batch outermost) until none are left. A producer unit brings `TILE_K`-deep slices of
-//! `lhs` and `rhs` into a ring of `STAGES` shared-memory stages with the TMA engine (128-byte
-//! swizzle, zero fill past the edges); two consumer warpgroups, each owning 64 rows of the
-//! tile, run the warpgroup MMAs of every stage, hand the stage back, and after the last one add
-//! the bias and apply the ReLU in their registers, then store through shared memory and the TMA
-//! engine ([`store_tile`]). The ring runs on across tiles, so the producer fills the next
-//! tile's stages while the consumers store the last one's.
+//! `lhs` and `rhs` into a ring of shared-memory stages with the TMA engine (128-byte swizzle,
+//! zero fill past the edges); one consumer warpgroup per 64 rows of the tile runs the
+//! warpgroup MMAs of every stage, hands the stage back, and after the last one adds the bias
+//! and applies the ReLU in its registers, then stores through shared memory and the TMA engine
+//! ([`store_tile`]). The ring runs on across tiles, so the producer fills the next tile's
+//! stages while the consumers store the last one's.
 //!
 //! Two barriers per stage: `full` completes when the stage's bytes have landed (the producer
-//! arrives once and the TMA engine counts the bytes), `empty` when all 256 consumer units are
-//! done reading it. The `i`-th k-block a cube handles uses stage `i % STAGES` in round
-//! `i / STAGES`; round `r` waits on `full` for parity `r & 1` and on `empty` for the opposite
+//! arrives once and the TMA engine counts the bytes), `empty` when every consumer unit is done
+//! reading it. The `i`-th k-block a cube handles uses stage `i % stages` in round
+//! `i / stages`; round `r` waits on `full` for parity `r & 1` and on `empty` for the opposite
 //! parity, so the first round's wait on `empty` passes at once. A barrier is named by a
-//! compile-time index, so each k-block picks its stage's code among `STAGES` unrolled copies.
+//! compile-time index, so each k-block picks its stage's code among `stages` unrolled copies.
 
-use super::plan::{PANEL, STAGES, TILE_K, TILE_M, TILE_N};
-use super::wgmma::{Accumulator, MmaShape, descriptor, mma_stage, shared_address};
-use crate::common::relu;
+use super::plan::{PANEL, TILE_K, TileShape};
+use super::wgmma::{MmaShape, descriptor, mma_stage, shared_address, store_matrix_x4};
+use crate::common::{batch_offset, relu};
 use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 
-/// Units per cube: two consumer warpgroups, then one producer plane.
-pub(crate) const CUBE_UNITS: u32 = 2 * 128 + 32;
-/// The unit that issues every TMA copy: the producer plane's first.
-const PRODUCER: u32 = 256;
 /// Output tile rows grouped together in the launch order, so that cubes running at the same
 /// time share `rhs` tiles in L2.
 const GROUP_M: usize = 8;
-
-/// Elements of one stage of `lhs` and of `rhs`.
-const A_STAGE: usize = TILE_M * TILE_K;
-const B_STAGE: usize = TILE_N * TILE_K;
 /// Columns of one output chunk: 64 half-precision elements, one 128-byte swizzle line.
 pub(crate) const CHUNK_COLS: usize = 64;
 /// Elements of one output chunk of a warpgroup's 64 rows.
@@ -39,6 +31,10 @@ const OUT_CHUNK: usize = 64 * CHUNK_COLS;
 /// What the kernel is compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct KernelConfig {
+    /// The output tile and the ring's depth.
+    pub tile: TileShape,
+    /// Whether `lhs` is M-major (a transposed view), else K-major.
+    pub lhs_m_major: bool,
     /// Whether `rhs` is K-major (a transposed `[n, k]` weight), else N-major.
     pub rhs_k_major: bool,
     /// Whether `lhs` follows the batch (else it is broadcast over it).
@@ -47,34 +43,54 @@ pub(crate) struct KernelConfig {
     pub rhs_batched: bool,
     /// Whether the operands are bf16 (else f16).
     pub bf16: bool,
-    /// Whether the bias is the same for every row (stride 0 along `m`): then each unit reads it
-    /// once per column.
+    /// Whether the bias is the same for every row (stride 0 along `m`): then it is staged in
+    /// shared memory once per tile.
     pub bias_row_broadcast: bool,
 }
 
 impl KernelConfig {
-    /// The MMAs of one stage: four `m64n256k16` along `TILE_K`. A k16 step moves 32 bytes along
-    /// a K-major 128-byte swizzle row, or two 8-row groups (2 x 1024 bytes) of an MN-major one.
+    /// The MMAs of one stage: four `m64nNk16` along `TILE_K`, `N` the tile's columns. A k16
+    /// step moves 32 bytes along a K-major 128-byte swizzle row, or two 8-row groups (2 x 1024
+    /// bytes) of an MN-major one.
     pub fn mma(self) -> MmaShape {
+        let step = |k_major: bool| if k_major { 32 >> 4 } else { 2048 >> 4 };
         MmaShape {
-            n: TILE_N,
+            n: self.tile.n,
             ksteps: TILE_K / 16,
             bf16: self.bf16,
+            a_mn_major: self.lhs_m_major,
             b_mn_major: !self.rhs_k_major,
-            a_step: 32 >> 4,
-            b_step: if self.rhs_k_major { 32 >> 4 } else { 2048 >> 4 },
+            a_step: step(!self.lhs_m_major),
+            b_step: step(self.rhs_k_major),
         }
     }
 
-    /// Bytes one stage brings in.
-    pub fn stage_bytes(self) -> u32 {
-        ((A_STAGE + B_STAGE) * 2) as u32
+    /// Units per cube: the consumer warpgroups, then one producer plane.
+    pub fn cube_units(self) -> u32 {
+        (self.consumer_units() + 32) as u32
+    }
+
+    /// Consumer units; the first unit after them issues every TMA copy.
+    pub fn consumer_units(self) -> usize {
+        self.tile.consumers() * 128
+    }
+
+    /// Elements of one stage of `lhs`.
+    pub fn a_stage(self) -> usize {
+        self.tile.m * TILE_K
+    }
+
+    /// Elements of one stage of `rhs`.
+    pub fn b_stage(self) -> usize {
+        self.tile.n * TILE_K
     }
 }
 
 #[cube(launch_unchecked, address_type = "dynamic")]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn fused_matmul_add_relu_hopper<E: Float>(
+// A compile-time branch (`comptime!`) holds a run-time one; merged, both would be run-time.
+#[allow(clippy::collapsible_if)]
+pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     lhs: &TensorMap<E, Tiled>,
     rhs: &TensorMap<E, Tiled>,
     bias: &Tensor<E>,
@@ -88,41 +104,50 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float>(
 ) {
     let m = m as usize;
     let n = n as usize;
-    let tiles_m = m.div_ceil(TILE_M);
-    let tiles_n = n.div_ceil(TILE_N);
+    let shape = comptime![config.tile];
+    let (tile_m, tile_n, stages) = comptime![(shape.m, shape.n, shape.stages)];
+    let (a_stage, b_stage) = comptime![(config.a_stage(), config.b_stage())];
+    let consumer_units = comptime![config.consumer_units()];
+    let tiles_m = m.div_ceil(tile_m);
+    let tiles_n = n.div_ceil(tile_n);
     let tiles_per_batch = tiles_m * tiles_n;
     let num_tiles = tiles_per_batch * batches as usize;
     let k_blocks = (k as usize).div_ceil(TILE_K);
 
-    let mut smem_a = Shared::<[E]>::new_aligned_slice(STAGES * A_STAGE, 1024usize);
-    let mut smem_b = Shared::<[E]>::new_aligned_slice(STAGES * B_STAGE, 1024usize);
+    let mut smem_a = Shared::<[E]>::new_aligned_slice(stages * a_stage, 1024usize);
+    let mut smem_b = Shared::<[E]>::new_aligned_slice(stages * b_stage, 1024usize);
     // Per consumer warpgroup, two output chunks of 64 x 64, written from the registers and
     // stored by the TMA engine while the next chunk is written.
-    let mut smem_c = Shared::<[E]>::new_aligned_slice(4 * OUT_CHUNK, 1024usize);
+    let mut smem_c =
+        Shared::<[E]>::new_aligned_slice(comptime![2 * shape.consumers() * OUT_CHUNK], 1024usize);
+    // Per consumer warpgroup, the bias of the tile's columns when it is the same for every row:
+    // loaded while the MMAs run, so the epilogue reads it from shared memory, not from global
+    // memory with a load's latency in every chunk.
+    let mut smem_bias = Shared::<[E]>::new_slice(comptime![shape.consumers() * shape.n]);
 
     let mut full = Sequence::<Shared<Barrier>>::new();
     let mut empty = Sequence::<Shared<Barrier>>::new();
     #[unroll]
-    for _ in 0..STAGES {
+    for _ in 0..stages {
         full.push(Barrier::shared_uninit());
         empty.push(Barrier::shared_uninit());
     }
     if UNIT_POS == 0 {
         #[unroll]
-        for s in 0..STAGES {
+        for s in 0..stages {
             full.index(s).init_manual(1u32);
-            empty.index(s).init_manual(256u32);
+            empty.index(s).init_manual(comptime![consumer_units as u32]);
         }
         // The barriers' initialisation must be visible to the TMA engine.
         sync_async_proxy_shared();
     }
     sync_cube();
 
-    if UNIT_POS == PRODUCER {
+    if UNIT_POS as usize == consumer_units {
         let mut iteration = 0usize;
         let mut tile = CUBE_POS_X as usize;
         while tile < num_tiles {
-            let (batch, row0, col0) = tile_origin(tile, tiles_per_batch, tiles_m, tiles_n);
+            let (batch, row0, col0) = tile_origin(tile, tiles_per_batch, tiles_m, tiles_n, config);
             // A broadcast operand's map has one batch: coordinate 0.
             let mut lhs_batch = 0i32;
             let mut rhs_batch = 0i32;
@@ -133,41 +158,58 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float>(
                 rhs_batch = batch as i32;
             }
             for kb in 0..k_blocks {
-                let stage = iteration % STAGES;
-                let round = iteration / STAGES;
+                let stage = iteration % stages;
+                let round = iteration / stages;
                 let k0 = (kb * TILE_K) as i32;
                 #[unroll]
-                for s in 0..STAGES {
+                for s in 0..stages {
                     if stage == s {
                         empty.index(s).wait_parity(((round & 1) ^ 1) as u32);
                         let barrier = full.index(s);
-                        let a = &mut smem_a[s * A_STAGE..(s + 1) * A_STAGE];
-                        barrier.tma_load_3d(lhs, a, lhs_batch, row0 as i32, k0);
+                        if comptime![config.lhs_m_major] {
+                            // 64-row panels, each 64 k-lines of 128 bytes.
+                            #[unroll]
+                            for p in 0..comptime![tile_m / PANEL] {
+                                let start = s * a_stage + p * PANEL * TILE_K;
+                                let a = &mut smem_a[start..start + PANEL * TILE_K];
+                                let row = (row0 + p * PANEL) as i32;
+                                barrier.tma_load_3d(lhs, a, lhs_batch, k0, row);
+                            }
+                        } else {
+                            let a = &mut smem_a[s * a_stage..(s + 1) * a_stage];
+                            barrier.tma_load_3d(lhs, a, lhs_batch, row0 as i32, k0);
+                        }
                         if comptime![config.rhs_k_major] {
-                            let b = &mut smem_b[s * B_STAGE..(s + 1) * B_STAGE];
+                            let b = &mut smem_b[s * b_stage..(s + 1) * b_stage];
                             barrier.tma_load_3d(rhs, b, rhs_batch, col0 as i32, k0);
                         } else {
-                            // Four 64-column panels, each 64 k-lines of 128 bytes.
+                            // 64-column panels, each 64 k-lines of 128 bytes.
                             #[unroll]
-                            for p in 0..TILE_N / PANEL {
-                                let start = s * B_STAGE + p * PANEL * TILE_K;
+                            for p in 0..comptime![tile_n / PANEL] {
+                                let start = s * b_stage + p * PANEL * TILE_K;
                                 let b = &mut smem_b[start..start + PANEL * TILE_K];
                                 let col = (col0 + p * PANEL) as i32;
                                 barrier.tma_load_3d(rhs, b, rhs_batch, k0, col);
                             }
                         }
-                        barrier.arrive_and_expect_tx(1u32, comptime![config.stage_bytes()]);
+                        barrier.arrive_and_expect_tx(1u32, comptime![shape.stage_bytes() as u32]);
                     }
                 }
                 iteration += 1;
             }
             tile += CUBE_COUNT_X as usize;
         }
-    } else if UNIT_POS < PRODUCER {
+    } else if (UNIT_POS as usize) < consumer_units {
         let warpgroup = UNIT_POS / 128;
         // Descriptors of stage 0; a stage is a whole number of 1024-byte swizzle atoms, so
-        // moving to stage `s` only adds to the address field.
-        let a_base = descriptor(shared_address::<E>(&smem_a), 16u64, 1024u64)
+        // moving to stage `s` only adds to the address field. A warpgroup's 64 rows are 8 KiB
+        // into the stage either way: 64 K-major lines, or one M-major panel.
+        let a_leading = comptime![if config.lhs_m_major {
+            (PANEL * TILE_K * 2) as u64
+        } else {
+            16u64
+        }];
+        let a_base = descriptor(shared_address::<E>(&smem_a), a_leading, 1024u64)
             + u64::cast_from(warpgroup * comptime![(64 * TILE_K * 2 / 16) as u32]);
         let b_base = if comptime![config.rhs_k_major] {
             descriptor(shared_address::<E>(&smem_b), 16u64, 1024u64)
@@ -179,31 +221,59 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float>(
                 1024u64,
             )
         };
+        let smem_c_address = shared_address::<E>(&smem_c);
         let mut iteration = 0usize;
         let mut tile = CUBE_POS_X as usize;
         while tile < num_tiles {
-            let (batch, row0, col0) = tile_origin(tile, tiles_per_batch, tiles_m, tiles_n);
-            let mut acc = Accumulator::new(0.0f32);
+            let (batch, row0, col0) = tile_origin(tile, tiles_per_batch, tiles_m, tiles_n, config);
+            let bias_offset = batch_offset::<E>(bias, batch);
+            // Each of the first `tile_n / 2` units of a warpgroup fetches two of the tile's bias
+            // columns now and stores them after the main loop, by when the loads have landed.
+            let unit = (UNIT_POS % 128) as usize;
+            let mut bias_pair = (E::from_int(0), E::from_int(0));
+            if comptime![config.bias_row_broadcast] {
+                if 2 * unit < tile_n {
+                    let stride = bias.stride(bias.rank() - 1);
+                    let col = col0 + 2 * unit;
+                    if col < n {
+                        bias_pair.0 = bias[bias_offset + col * stride];
+                    }
+                    if col + 1 < n {
+                        bias_pair.1 = bias[bias_offset + (col + 1) * stride];
+                    }
+                }
+            }
+            let mut acc = Vector::<f32, R>::new(0.0f32);
             for _ in 0..k_blocks {
-                let stage = iteration % STAGES;
-                let round = iteration / STAGES;
+                let stage = iteration % stages;
+                let round = iteration / stages;
                 #[unroll]
-                for s in 0..STAGES {
+                for s in 0..stages {
                     if stage == s {
                         full.index(s).wait_parity((round & 1) as u32);
-                        let a = a_base + comptime![(s * A_STAGE * 2 / 16) as u64];
-                        let b = b_base + comptime![(s * B_STAGE * 2 / 16) as u64];
-                        acc = mma_stage(acc, a, b, comptime![config.mma()]);
+                        let a = a_base + comptime![(s * a_stage * 2 / 16) as u64];
+                        let b = b_base + comptime![(s * b_stage * 2 / 16) as u64];
+                        acc = mma_stage::<R>(acc, a, b, comptime![config.mma()]);
                         empty.index(s).arrive();
                     }
                 }
                 iteration += 1;
             }
-            store_tile::<E>(
+            if comptime![config.bias_row_broadcast] {
+                if 2 * unit < tile_n {
+                    let at = warpgroup as usize * tile_n + 2 * unit;
+                    smem_bias[at] = bias_pair.0;
+                    smem_bias[at + 1] = bias_pair.1;
+                }
+            }
+            store_tile::<E, R>(
                 acc,
                 bias,
+                bias_offset,
+                &smem_bias,
                 output,
                 &mut smem_c,
+                smem_c_address,
                 batch,
                 row0,
                 col0,
@@ -226,6 +296,7 @@ fn tile_origin(
     tiles_per_batch: usize,
     tiles_m: usize,
     tiles_n: usize,
+    #[comptime] config: KernelConfig,
 ) -> (usize, usize, usize) {
     let batch = tile / tiles_per_batch;
     let in_batch = tile % tiles_per_batch;
@@ -234,29 +305,33 @@ fn tile_origin(
     let remaining_rows = tiles_m - first_m;
     let group_rows = select(remaining_rows < GROUP_M, remaining_rows, GROUP_M);
     let in_group = in_batch % per_group;
-    let row0 = (first_m + in_group % group_rows) * TILE_M;
-    let col0 = (in_group / group_rows) * TILE_N;
+    let row0 = (first_m + in_group % group_rows) * comptime![config.tile.m];
+    let col0 = (in_group / group_rows) * comptime![config.tile.n];
     (batch, row0, col0)
 }
 
 /// Adds the bias to the unit's accumulator elements, applies the ReLU, and stores the
-/// warpgroup's 64 x 256 rows through shared memory in four 64 x 64 chunks: every unit writes
-/// its elements of a chunk into a 128-byte-swizzled buffer (the layout the output's tensor map
-/// reads, and free of bank conflicts for the accumulator's layout), then one unit has the TMA
-/// engine store it, which also clips the rows and columns past the output's edges. Two buffers
-/// per warpgroup alternate, so a chunk is written while the one before it is stored.
+/// warpgroup's 64 rows of the tile through shared memory in 64 x 64 chunks: the warpgroup
+/// writes a chunk into a 128-byte-swizzled buffer (the layout the output's tensor map reads)
+/// with `stmatrix`, then one unit has the TMA engine store it, which also clips the rows and
+/// columns past the output's edges. Two buffers per warpgroup alternate, so a chunk is written
+/// while the one before it is stored.
 ///
-/// Unit `u` of a warpgroup holds, for `nth` in `0..128`, row `16 (u / 32) + (u % 32) / 4 +
-/// 8 ((nth / 2) % 2)` and column `8 (nth / 4) + 2 (u % 4) + nth % 2` of its 64 x 256 tile.
+/// Unit `u` of a warpgroup holds, for `nth` in `0..N / 2`, row `16 (u / 32) + (u % 32) / 4 +
+/// 8 ((nth / 2) % 2)` and column `8 (nth / 4) + 2 (u % 4) + nth % 2` of its 64 x N tile:
+/// per 8 x 8 block of the tile, one register pair per unit, which is `stmatrix`'s fragment.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 // A compile-time branch (`comptime!`) holds a run-time one; merged, both would be run-time.
 #[allow(clippy::collapsible_if)]
-fn store_tile<E: Float>(
-    acc: Accumulator,
+fn store_tile<E: Float, R: Size>(
+    acc: Vector<f32, R>,
     bias: &Tensor<E>,
+    bias_offset: usize,
+    smem_bias: &[E],
     output: &mut TensorMap<E, Tiled>,
     smem_c: &mut [E],
+    smem_c_address: u32,
     batch: usize,
     row0: usize,
     col0: usize,
@@ -266,25 +341,19 @@ fn store_tile<E: Float>(
     #[comptime] config: KernelConfig,
 ) {
     let rank = bias.rank();
-    // The bias's batch offset: the contract gives it the output's batch dims, stride 0 where
-    // it broadcasts.
-    let mut remainder = batch;
-    let mut bias_offset = 0;
-    let mut dim = rank - 2;
-    while dim > 0 {
-        dim -= 1;
-        let size = bias.shape(dim);
-        bias_offset += (remainder % size) * bias.stride(dim);
-        remainder /= size;
-    }
     let (bias_sm, bias_sn) = (bias.stride(rank - 2), bias.stride(rank - 1));
 
     let unit = (UNIT_POS % 128) as usize;
-    let local_row = (unit / 32) * 16 + (unit % 32) / 4;
-    let local_col = 2 * (unit % 4);
+    let lane = unit % 32;
+    let local_row = (unit / 32) * 16 + lane / 4;
+    let local_col = 2 * (lane % 4);
     let row_base = row0 + warpgroup as usize * 64;
+    // `stmatrix .x4` writes four 8 x 8 blocks; lanes `8 j..8 j + 7` address the rows of block
+    // `j`, which is block row `j % 2` (8 rows apart) of column group `j / 2`.
+    let block = lane / 8;
+    let address_row = (unit / 32) * 16 + (block % 2) * 8 + lane % 8;
     #[unroll]
-    for chunk in 0..comptime![TILE_N / CHUNK_COLS] {
+    for chunk in 0..comptime![config.tile.n / CHUNK_COLS] {
         let buffer = (warpgroup as usize * 2 + comptime![chunk % 2]) * OUT_CHUNK;
         // The store issued from this buffer two chunks ago must have read it.
         if unit == 0 {
@@ -292,38 +361,40 @@ fn store_tile<E: Float>(
         }
         warpgroup_barrier(warpgroup);
         #[unroll]
-        for jj in 0..comptime![CHUNK_COLS / 8] {
+        for pair in 0..comptime![CHUNK_COLS / 16] {
+            // Eight values: column groups `2 pair` and `2 pair + 1`, rows `h = 0, 1`, two
+            // adjacent columns each, in `stmatrix`'s block order.
+            let mut values = Vector::<f32, Const<8>>::empty();
             #[unroll]
-            for e in 0..2usize {
-                let chunk_col = local_col + comptime![8 * jj + e];
-                let col = col0 + comptime![chunk * CHUNK_COLS] + chunk_col;
-                let mut column_bias = 0.0f32;
-                if comptime![config.bias_row_broadcast] {
-                    if col < n {
-                        column_bias = f32::cast_from(bias[bias_offset + col * bias_sn]);
-                    }
-                }
+            for j in 0..4usize {
+                let jj = comptime![2 * pair + j / 2];
+                let h = comptime![j % 2];
                 #[unroll]
-                for h in 0..2usize {
-                    let chunk_row = local_row + comptime![8 * h];
+                for e in 0..2usize {
+                    let chunk_col = local_col + comptime![8 * jj + e];
+                    let col = col0 + comptime![chunk * CHUNK_COLS] + chunk_col;
                     let nth = comptime![4 * (chunk * CHUNK_COLS / 8 + jj) + 2 * h + e];
                     let mut value = acc.extract(nth);
                     if comptime![config.bias_row_broadcast] {
-                        value += column_bias;
+                        let at = warpgroup as usize * comptime![config.tile.n]
+                            + comptime![chunk * CHUNK_COLS]
+                            + chunk_col;
+                        value += f32::cast_from(smem_bias[at]);
                     } else {
-                        let row = row_base + chunk_row;
+                        let row = row_base + local_row + comptime![8 * h];
                         if row < m && col < n {
                             value +=
                                 f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
                         }
                     }
-                    // 128-byte swizzle: the 16-byte group of a line moves by the line's index
-                    // modulo 8.
-                    let group = comptime![jj] ^ (chunk_row % 8);
-                    let offset = chunk_row * CHUNK_COLS + group * 8 + (chunk_col % 8);
-                    smem_c[buffer + offset] = E::cast_from(relu(value));
+                    values.insert(comptime![2 * j + e], relu(value));
                 }
             }
+            // 128-byte swizzle: the 16-byte group of a line moves by the line's index modulo 8.
+            let group = (comptime![2 * pair] + block / 2) ^ (address_row % 8);
+            let address =
+                smem_c_address + ((buffer + address_row * CHUNK_COLS + group * 8) * 2) as u32;
+            store_matrix_x4(address, values, comptime![config.bf16]);
         }
         // The TMA engine reads shared memory through the async proxy.
         sync_async_proxy_shared();

@@ -14,6 +14,8 @@
 
 mod kernel;
 pub(crate) mod plan;
+#[cfg(all(test, feature = "cuda"))]
+mod source;
 mod wgmma;
 
 use crate::contract::Dims;
@@ -22,8 +24,8 @@ use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
-use kernel::{CHUNK_COLS, CUBE_UNITS, KernelConfig, fused_matmul_add_relu_hopper};
-use plan::{MapLayout, PANEL, RhsMajor, TILE_K, TILE_M, TILE_N};
+use kernel::{CHUNK_COLS, KernelConfig, fused_matmul_add_relu_hopper};
+use plan::{LhsMajor, MapLayout, PANEL, RhsMajor, TILE_K, TileShape};
 
 /// Why the Hopper kernel cannot run on `client`'s device, if it cannot.
 pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
@@ -75,8 +77,18 @@ pub(crate) fn launch(
         return Err(unavailable("an output of more than 2^32 elements".into()));
     }
 
+    let processors = client
+        .properties()
+        .hardware
+        .num_streaming_multiprocessors
+        .unwrap_or(1) as usize;
+    let tile = TileShape::choose(processors, |tile_m, tile_n| {
+        dims.m.div_ceil(tile_m) * dims.n.div_ceil(tile_n) * dims.batch
+    });
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
+        tile,
+        lhs_m_major: plan.lhs_major == LhsMajor::M,
         rhs_k_major: plan.rhs_major == RhsMajor::K,
         lhs_batched: plan.lhs.batched,
         rhs_batched: plan.rhs.batched,
@@ -85,20 +97,19 @@ pub(crate) fn launch(
     };
     let rhs_box = match plan.rhs_major {
         RhsMajor::N => [1, TILE_K, PANEL],
-        RhsMajor::K => [1, TILE_N, TILE_K],
+        RhsMajor::K => [1, tile.n, TILE_K],
     };
-    let lhs_map = tensor_map(&ops.lhs, &plan.lhs, [1, TILE_M, TILE_K], dtype);
+    let lhs_box = match plan.lhs_major {
+        LhsMajor::K => [1, tile.m, TILE_K],
+        LhsMajor::M => [1, TILE_K, PANEL],
+    };
+    let lhs_map = tensor_map(&ops.lhs, &plan.lhs, lhs_box, dtype);
     let rhs_map = tensor_map(&ops.rhs, &plan.rhs, rhs_box, dtype);
     let out_map = tensor_map(&ops.out, &plan.out, [1, 64, CHUNK_COLS], dtype);
 
     // Persistent: one cube per multiprocessor (a cube's shared memory fills one), each walking
     // tiles until none are left.
-    let tiles = dims.m.div_ceil(TILE_M) * dims.n.div_ceil(TILE_N) * dims.batch;
-    let processors = client
-        .properties()
-        .hardware
-        .num_streaming_multiprocessors
-        .unwrap_or(1) as usize;
+    let tiles = dims.m.div_ceil(tile.m) * dims.n.div_ceil(tile.n) * dims.batch;
     let cube_count = CubeCount::Static(tiles.min(processors) as u32, 1, 1);
     let address_type = ops
         .bias
@@ -113,8 +124,9 @@ pub(crate) fn launch(
         fused_matmul_add_relu_hopper::launch_unchecked(
             client,
             cube_count,
-            CubeDim::new_1d(CUBE_UNITS),
+            CubeDim::new_1d(config.cube_units()),
             address_type,
+            tile.n / 2,
             lhs_map,
             rhs_map,
             ops.bias.into_tensor_arg(),

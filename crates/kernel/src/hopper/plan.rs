@@ -4,16 +4,80 @@
 
 use cubecl::prelude::TensorBinding;
 
-/// Rows of the output one cube computes: two consumer warpgroups of 64 rows each.
-pub(crate) const TILE_M: usize = 128;
-/// Columns of the output one cube computes: one `m64n256` warpgroup MMA per k step.
-pub(crate) const TILE_N: usize = 256;
 /// Depth of one stage: 64 half-precision elements, one 128-byte swizzle row.
 pub(crate) const TILE_K: usize = 64;
-/// Stages in the shared-memory ring. 4 x 48 KiB leaves room within the 227 KiB a cube may use.
-pub(crate) const STAGES: usize = 4;
+/// Shared memory the ring's stages may take: the rest of the 227 KiB a cube may use holds the
+/// epilogue's buffers and the barriers.
+const RING_BYTES: usize = 192 * 1024;
+/// Most stages in the ring. Measured on an H200 at `1 x 128 x 4096 x 4096` (64 x 64 tiles), 12
+/// stages ran 30% slower than 8.
+const MAX_STAGES: usize = 8;
+
+/// The output tile one cube computes at a time, and the depth of its ring. Rows come in
+/// warpgroups of 64 (one consumer warpgroup each), columns are one `m64nN` MMA's `N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TileShape {
+    /// Rows: 64 or 128.
+    pub m: usize,
+    /// Columns: 64, 128 or 256.
+    pub n: usize,
+    /// Stages in the shared-memory ring.
+    pub stages: usize,
+}
+
+impl TileShape {
+    /// Largest first: the first of these that gives every multiprocessor a tile is chosen.
+    /// Larger tiles read fewer bytes per FLOP; smaller ones spread a small problem (a `Linear`
+    /// at inference batch sizes, bound by reading the weight) over more multiprocessors.
+    const CANDIDATES: [(usize, usize); 4] = [(128, 256), (128, 128), (64, 128), (64, 64)];
+
+    fn new(m: usize, n: usize) -> Self {
+        let stage_bytes = (m + n) * TILE_K * 2;
+        Self {
+            m,
+            n,
+            stages: (RING_BYTES / stage_bytes).min(MAX_STAGES),
+        }
+    }
+
+    /// The tile for a problem of `tiles(shape)` output tiles on `processors` multiprocessors:
+    /// the largest that still keeps three quarters of them busy, else the smallest.
+    pub fn choose(processors: usize, tiles: impl Fn(usize, usize) -> usize) -> Self {
+        let (m, n) = Self::CANDIDATES
+            .into_iter()
+            .find(|&(m, n)| 4 * tiles(m, n) >= 3 * processors)
+            .unwrap_or(Self::CANDIDATES[Self::CANDIDATES.len() - 1]);
+        Self::new(m, n)
+    }
+
+    /// Every tile [`choose`](Self::choose) can return.
+    #[cfg(test)]
+    pub fn all() -> impl Iterator<Item = Self> {
+        Self::CANDIDATES.into_iter().map(|(m, n)| Self::new(m, n))
+    }
+
+    /// Consumer warpgroups: one per 64 rows.
+    pub const fn consumers(self) -> usize {
+        self.m / 64
+    }
+
+    /// Bytes one stage brings in (half-precision operands).
+    pub const fn stage_bytes(self) -> usize {
+        (self.m + self.n) * TILE_K * 2
+    }
+}
+
 /// Elements along `n` in one TMA box of an N-major `rhs` (128 bytes: the swizzle's span).
 pub(crate) const PANEL: usize = 64;
+
+/// Which dim of `lhs` is contiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum LhsMajor {
+    /// `lhs[.., m, k]` with stride 1 along `k`: activations, row-major.
+    K,
+    /// `lhs[.., m, k]` with stride 1 along `m`: a transposed view, as in `lhsᵀ @ grad`.
+    M,
+}
 
 /// Which dim of `rhs` is contiguous.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,8 +103,10 @@ pub(crate) struct MapLayout {
 /// How the Hopper kernel reads a problem, or why it cannot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
-    /// `lhs` as `[batch, m, k]`.
+    /// `lhs` as `[batch, m, k]` (K-major) or `[batch, k, m]` (M-major).
     pub lhs: MapLayout,
+    /// Which dim of `lhs` is contiguous.
+    pub lhs_major: LhsMajor,
     /// `rhs` as `[batch, k, n]` (N-major) or `[batch, n, k]` (K-major).
     pub rhs: MapLayout,
     /// Which dim of `rhs` is contiguous.
@@ -72,13 +138,18 @@ pub(crate) fn plan(
     }
 
     let lhs_strides = &lhs.strides[rank - 2..];
-    if lhs_strides[1] != 1 && k > 1 {
+    let (lhs_major, lhs_map) = if lhs_strides[1] == 1 || k == 1 {
+        let map = map_layout("lhs", lhs, batch_shape, [m, k], lhs_strides[0], elem_size)?;
+        (LhsMajor::K, map)
+    } else if lhs_strides[0] == 1 || m == 1 {
+        let map = map_layout("lhs", lhs, batch_shape, [k, m], lhs_strides[1], elem_size)?;
+        (LhsMajor::M, map)
+    } else {
         return Err(format!(
-            "`lhs` is not K-major (strides {:?}): M-major lhs is not supported yet",
+            "`lhs` has no contiguous dim among its last two (strides {:?})",
             lhs.strides
         ));
-    }
-    let lhs_map = map_layout("lhs", lhs, batch_shape, [m, k], lhs_strides[0], elem_size)?;
+    };
 
     let rhs_strides = &rhs.strides[rank - 2..];
     let (rhs_major, rhs_map) = if rhs_strides[1] == 1 || n == 1 {
@@ -97,6 +168,7 @@ pub(crate) fn plan(
     let out_map = map_layout("out", out, batch_shape, [m, n], n, elem_size)?;
     Ok(Plan {
         lhs: lhs_map,
+        lhs_major,
         rhs: rhs_map,
         rhs_major,
         out: out_map,
@@ -179,6 +251,34 @@ fn fold_batch(strides: &[usize], shape: &[usize]) -> Option<Option<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tiles_of(batch: usize, m: usize, n: usize) -> impl Fn(usize, usize) -> usize {
+        move |tm, tn| batch * m.div_ceil(tm) * n.div_ceil(tn)
+    }
+
+    #[test]
+    fn large_problems_take_the_largest_tile_and_small_m_spreads_out() {
+        let large = TileShape::choose(132, tiles_of(1, 4096, 4096));
+        assert_eq!((large.m, large.n, large.stages), (128, 256, 4));
+        // A `Linear` at batch 128: 16 tiles of 128 x 256, 128 of 64 x 64.
+        let small = TileShape::choose(132, tiles_of(1, 128, 4096));
+        assert_eq!((small.m, small.n, small.stages), (64, 64, 8));
+        // 128 tiles of 128 x 256 keep 128 of 132 busy: large enough.
+        let wave = TileShape::choose(132, tiles_of(1, 2048, 2048));
+        assert_eq!((wave.m, wave.n), (128, 256));
+        let mid = TileShape::choose(132, tiles_of(1, 1024, 2048));
+        assert_eq!((mid.m, mid.n, mid.stages), (128, 128, 6));
+        // Never fewer than the smallest tile's count: m = 1 still takes 64 x 64.
+        assert_eq!(TileShape::choose(132, tiles_of(1, 1, 4096)).n, 64);
+    }
+
+    #[test]
+    fn every_tile_shape_fits_its_ring_in_shared_memory() {
+        for tile in TileShape::all() {
+            assert!(tile.stages >= 4, "{tile:?}");
+            assert!(tile.stages * tile.stage_bytes() <= RING_BYTES, "{tile:?}");
+        }
+    }
 
     #[test]
     fn no_batch_and_full_broadcast_fold_to_no_coordinate() {

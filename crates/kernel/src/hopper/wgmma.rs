@@ -1,5 +1,6 @@
-//! Hopper's warpgroup MMA (`wgmma.mma_async`) through inline PTX, and the shared-memory matrix
-//! descriptors it reads its operands through.
+//! Hopper's warpgroup MMA (`wgmma.mma_async`) through inline PTX, the shared-memory matrix
+//! descriptors it reads its operands through, and the `stmatrix` store the epilogue writes its
+//! accumulator fragments with.
 //!
 //! cubecl's CUDA C++ compiler has no warpgroup MMA of its own, so the instructions are written
 //! as PTX with `gpu_asm!`. Its limits shape this module: an operand is `in` or `out`, never
@@ -11,12 +12,6 @@
 
 use cubecl::prelude::*;
 
-/// Accumulator registers per unit of one `m64n256` warpgroup MMA: `64 * 256 / 128` f32.
-pub(crate) const ACC_REGISTERS: usize = 128;
-
-/// The accumulator one unit holds of its warpgroup's `64 x 256` f32 tile.
-pub(crate) type Accumulator = Vector<f32, Const<ACC_REGISTERS>>;
-
 /// A stage's MMAs, as the PTX of one statement needs them spelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct MmaShape {
@@ -26,7 +21,9 @@ pub(crate) struct MmaShape {
     pub ksteps: usize,
     /// Whether the operands are bf16 (else f16).
     pub bf16: bool,
-    /// Whether `B` is MN-major in shared memory (the instruction's transpose bit).
+    /// Whether `A` is MN-major in shared memory (the instruction's `A` transpose bit).
+    pub a_mn_major: bool,
+    /// Whether `B` is MN-major in shared memory (the instruction's `B` transpose bit).
     pub b_mn_major: bool,
     /// What one k16 step adds to the `A` descriptor (bytes >> 4).
     pub a_step: u64,
@@ -46,6 +43,7 @@ pub(crate) fn mma_ptx(shape: MmaShape) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     let ty = if shape.bf16 { "bf16" } else { "f16" };
+    let trans_a = u32::from(shape.a_mn_major);
     let trans_b = u32::from(shape.b_mn_major);
     // Scale-D is a predicate operand: true, since `C` always holds the running sum.
     let mut s = String::from(
@@ -68,7 +66,7 @@ pub(crate) fn mma_ptx(shape: MmaShape) -> String {
         }
         s.push_str(&format!(
             "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty} {{{d}}}, fmar_da, fmar_db, \
-             fmar_acc, 1, 1, 0, {trans_b};\n",
+             fmar_acc, 1, 1, {trans_a}, {trans_b};\n",
             shape.n
         ));
     }
@@ -94,19 +92,20 @@ fn by_value<T: CubePrimitive>(v: T) -> T {
     })
 }
 
-/// One stage of MMAs into `acc`: see [`mma_ptx`].
+/// One stage of MMAs into `acc`, the `R = N / 2` f32 registers one unit holds of its
+/// warpgroup's `64 x N` tile: see [`mma_ptx`].
 #[cube]
-pub(crate) fn mma_stage(
-    acc: Accumulator,
+pub(crate) fn mma_stage<R: Size>(
+    acc: Vector<f32, R>,
     desc_a: u64,
     desc_b: u64,
     #[comptime] shape: MmaShape,
-) -> Accumulator {
+) -> Vector<f32, R> {
     let body = comptime![mma_ptx(shape)];
-    let c = by_value::<Accumulator>(acc);
+    let c = by_value::<Vector<f32, R>>(acc);
     let da = by_value::<u64>(desc_a);
     let db = by_value::<u64>(desc_b);
-    let out: Accumulator;
+    let out: Vector<f32, R>;
     // cubecl refuses an operand the text never names: the comment names them all once.
     gpu_asm!(
         "// fmar wgmma: d={d} c={c} a={da} b={db}\n{body}",
@@ -132,6 +131,42 @@ pub(crate) fn shared_address<T: CubePrimitive>(tile: &[T]) -> u32 {
     address
 }
 
+/// The PTX of [`store_matrix_x4`]: operand `%0` is the shared address, `%1..%8` the values.
+/// `cvt.rn.{bf16,f16}x2.f32 d, a, b` puts `a` in the high half, and the lower column goes to
+/// the lower address (the low half).
+pub(crate) fn stmatrix_ptx(bf16: bool) -> String {
+    let ty = if bf16 { "bf16x2" } else { "f16x2" };
+    let mut s = String::from("{\n.reg .b32 fmar_s<4>;\n");
+    for j in 0..4 {
+        s.push_str(&format!(
+            "cvt.rn.{ty}.f32 fmar_s{j}, %{}, %{};\n",
+            2 + 2 * j,
+            1 + 2 * j
+        ));
+    }
+    s.push_str(
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {fmar_s0, fmar_s1, fmar_s2, fmar_s3};\n}",
+    );
+    s
+}
+
+/// Rounds eight f32 values to half precision in pairs and writes four 8 x 8 blocks of 16-bit
+/// elements to shared memory (`stmatrix .x4`): `values[2 j]` and `values[2 j + 1]` are this
+/// unit's two adjacent elements of block `j`, and lanes `8 j..8 j + 7` give, as `address`, the
+/// shared addresses of block `j`'s eight 16-byte rows.
+#[cube]
+pub(crate) fn store_matrix_x4(address: u32, values: Vector<f32, Const<8>>, #[comptime] bf16: bool) {
+    let body = comptime![stmatrix_ptx(bf16)];
+    let address = by_value::<u32>(address);
+    let values = by_value::<Vector<f32, Const<8>>>(values);
+    // cubecl refuses an operand the text never names: the comment names them all once.
+    gpu_asm!(
+        "// fmar stmatrix: p={address} v={values}\n{body}",
+        address = in(_) address,
+        values = in(_) values,
+    );
+}
+
 /// A descriptor of the 128-byte-swizzled tile at shared address `address`.
 #[cube]
 pub(crate) fn descriptor(
@@ -152,6 +187,7 @@ mod tests {
             n: 256,
             ksteps: 4,
             bf16: true,
+            a_mn_major: false,
             b_mn_major: false,
             a_step: 2,
             b_step: 2,
@@ -180,7 +216,21 @@ mod tests {
         });
         assert!(ptx.contains("m64n256k16.f32.f16.f16"));
         assert!(ptx.contains("fmar_db, fmar_acc, 1, 1, 0, 1;"));
+        let a_transposed = mma_ptx(MmaShape {
+            a_mn_major: true,
+            ..shape()
+        });
+        assert!(a_transposed.contains("fmar_db, fmar_acc, 1, 1, 1, 0;"));
         assert_eq!(ptx.matches("add.s64 fmar_db, fmar_db, 128;").count(), 3);
+    }
+
+    #[test]
+    fn stmatrix_packs_the_lower_column_into_the_low_half() {
+        let ptx = stmatrix_ptx(true);
+        assert!(ptx.contains("cvt.rn.bf16x2.f32 fmar_s0, %2, %1;"));
+        assert!(ptx.contains("cvt.rn.bf16x2.f32 fmar_s3, %8, %7;"));
+        assert!(ptx.contains("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {fmar_s0, fmar_s1"));
+        assert!(stmatrix_ptx(false).contains("cvt.rn.f16x2.f32 fmar_s1, %4, %3;"));
     }
 
     #[test]

@@ -195,7 +195,7 @@ pub fn download(client: &Client, handle: Handle, precision: Precision) -> Vec<f6
 
 /// The view of a tensor that the launch contract wants: the target's dims (matched from the
 /// right), with stride 0 where the tensor broadcasts.
-fn expand(shape: &[usize], strides: &[usize], target: &[usize]) -> (Vec<usize>, Vec<usize>) {
+pub fn expand(shape: &[usize], strides: &[usize], target: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let skip = target.len() - shape.len();
     let strides = (0..target.len())
         .map(|dim| match dim.checked_sub(skip) {
@@ -389,7 +389,7 @@ fn check_expected<V: Copy + Display>(
 
 const ROW_MAJOR: [Layout; 3] = [Layout::Contiguous; 3];
 
-/// The shapes the foundation issue names (b x m x k x n) and a few more, ragged on purpose.
+/// Small shapes (b x m x k x n), ragged on purpose: edges in every dim, `k = 1`, one element.
 const SHAPES: &[(usize, usize, usize, usize)] = &[
     (1, 17, 33, 5),
     (3, 65, 7, 129),
@@ -438,7 +438,8 @@ pub fn transposed_rhs_is_read_through_its_strides<V: Copy + Display>(kernel: &Ke
     );
 }
 
-/// More tiles than one grid axis holds (65,535 on CUDA and wgpu): the seed's launch broke here.
+/// More tiles than one grid axis holds (65,535 on CUDA and wgpu): a launch that puts every
+/// tile on one axis fails here.
 pub fn batch_beyond_one_grid_axis<V: Copy + Display>(kernel: &Kernel<V>) {
     check(
         kernel,

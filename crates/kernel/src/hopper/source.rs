@@ -1,0 +1,160 @@
+//! The Hopper kernel's CUDA C++, generated without a device: every compile-time configuration
+//! must go through cubecl's CUDA C++ compiler and hold the instructions the design relies on.
+//! With `FMAR_HOPPER_SOURCE_DIR` set, the sources are written there, to be compiled by NVRTC
+//! and `ptxas -arch=sm_90a -v` for the resource report and the SASS before a device run.
+
+use super::kernel::KernelConfig;
+use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
+use super::plan::TileShape;
+use cubecl::Compiler;
+use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
+use cubecl::ir::{
+    AddressType, DeviceIdentity, DeviceProperties, ElemType, FloatKind, HardwareProperties,
+    MemoryDeviceProperties, VectorSize, features::Features,
+};
+use cubecl::prelude::*;
+use cubecl::profile::TimingMethod;
+use std::sync::Arc;
+
+/// An sm_90 device as cubecl-cuda describes one, for compiling without it.
+fn hopper_properties() -> Arc<DeviceProperties> {
+    let hardware = HardwareProperties {
+        load_width: 128,
+        vector_register_count: None,
+        plane_size_min: 32,
+        plane_size_max: 32,
+        max_bindings: 1024,
+        max_shared_memory_size: 232_448,
+        max_cube_count: (u32::MAX, u32::from(u16::MAX), u32::from(u16::MAX)),
+        max_units_per_cube: 1024,
+        max_cube_dim: (1024, 1024, 64),
+        num_streaming_multiprocessors: Some(132),
+        num_tensor_cores: None,
+        min_tensor_cores_dim: None,
+        num_cpu_cores: None,
+        last_level_cache_size: None,
+        max_vector_size: VectorSize::MAX,
+        cube_mma_reserved_shared_memory: 0,
+    };
+    let mut properties = DeviceProperties::new(
+        Features::default(),
+        MemoryDeviceProperties::new(u64::MAX, 256),
+        hardware,
+        TimingMethod::Device,
+        DeviceIdentity {
+            name: "offline sm_90".to_string(),
+            fingerprint: "ptx_sm90".to_string(),
+            physical: None,
+        },
+    );
+    cubecl_cpp::register_supported_types(&mut properties);
+    Arc::new(properties)
+}
+
+/// The CUDA C++ of the kernel compiled for `config`.
+fn source(config: KernelConfig) -> String {
+    let dtype = ElemType::Float(if config.bf16 {
+        FloatKind::BF16
+    } else {
+        FloatKind::F16
+    });
+    let settings = KernelSettings::new(
+        *CubeDim::new_1d(config.cube_units()),
+        ExecutionMode::Unchecked,
+        AddressType::U32,
+    );
+    let bias = TensorCompilationArg {
+        meta: TensorMetaCompilationArg { len: (), rank: () },
+        buffer: BufferCompilationArg { inplace: None },
+    };
+    // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`
+    // and `batches` have none), the accumulator's size, and the compile-time arguments.
+    let kernel = FusedMatmulAddReluHopper::new(
+        settings,
+        hopper_properties(),
+        Arc::new(Default::default()),
+        (),
+        (),
+        bias,
+        Default::default(),
+        (),
+        (),
+        (),
+        (),
+        config.tile.n / 2,
+        config,
+        dtype,
+    );
+    let mut options = CudaCompilationOptions::default();
+    // As cubecl-cuda sets them for compute capability 9.0.
+    options.cpp.supports_features.grid_constants = true;
+    options.cpp.supports_features.clusters = true;
+    options.cpp.supports_features.elect_sync = true;
+    CudaCompiler::default()
+        .compile(kernel.define(), &options)
+        .unwrap_or_else(|error| panic!("{config:?} did not compile: {error:?}"))
+        .to_string()
+}
+
+/// Every compile-time configuration the launch can ask for.
+fn configs() -> Vec<KernelConfig> {
+    let mut all = Vec::new();
+    for tile in TileShape::all() {
+        for bits in 0..64u32 {
+            let bit = |i: u32| bits & (1 << i) != 0;
+            all.push(KernelConfig {
+                tile,
+                lhs_m_major: bit(5),
+                rhs_k_major: bit(0),
+                lhs_batched: bit(1),
+                rhs_batched: bit(2),
+                bf16: bit(3),
+                bias_row_broadcast: bit(4),
+            });
+        }
+    }
+    all
+}
+
+#[test]
+fn every_configuration_compiles_to_cuda_with_its_instructions() {
+    let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
+    for config in configs() {
+        let source = source(config);
+        let ty = if config.bf16 { "bf16" } else { "f16" };
+        for needle in [
+            format!(
+                "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}",
+                config.tile.n
+            ),
+            format!("cvt.rn.{ty}x2.f32"),
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16".to_string(),
+            "cp_async_bulk_tensor_3d_global_to_shared".to_string(),
+            "cp_async_bulk_tensor_3d_shared_to_global".to_string(),
+        ] {
+            assert!(
+                source.contains(&needle),
+                "{config:?}: no `{needle}` in the source"
+            );
+        }
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir).unwrap();
+            let name = format!(
+                "hopper_{}x{}x{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}.cu",
+                config.tile.m,
+                config.tile.n,
+                config.tile.stages,
+                if config.lhs_m_major { "M" } else { "K" },
+                if config.rhs_k_major { "K" } else { "N" },
+                u8::from(config.lhs_batched),
+                u8::from(config.rhs_batched),
+                if config.bias_row_broadcast {
+                    "row"
+                } else {
+                    "full"
+                },
+            );
+            std::fs::write(format!("{dir}/{name}"), &source).unwrap();
+        }
+    }
+}
