@@ -1,7 +1,8 @@
 //! Random problems for property tests: ranks, shapes (0, 1 and ragged sizes), batch and bias
 //! broadcast patterns, memory layouts, dtypes, and whether Fusion is on.
 //!
-//! `FMAR_PROPTEST_CASES` sets how many cases a property test draws (CI keeps the default low).
+//! `FMAR_PROPTEST_CASES` sets how many cases a property test draws (CI keeps the default low);
+//! `FMAR_PROPTEST_ALIGN` rounds the dims to a multiple ([`dim_multiple`]).
 
 use crate::data::Precision;
 use proptest::prelude::*;
@@ -59,38 +60,56 @@ pub fn case_count(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// A dim size: mostly small and ragged, sometimes 0 or 1, sometimes past one 16-wide tile.
-fn dim() -> impl Strategy<Value = usize> {
+/// `FMAR_PROPTEST_ALIGN`: every matrix dim, and every padding and offset of a sliced layout, a
+/// multiple of this many elements (default 1). A kernel that reads through the TMA engine needs
+/// 16-byte row strides, which half-precision dims give at multiples of 8: `8` draws problems
+/// that such a kernel runs rather than declines, still ragged against its tiles.
+pub fn dim_multiple() -> usize {
+    std::env::var("FMAR_PROPTEST_ALIGN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&a| a > 0)
+        .unwrap_or(1)
+}
+
+/// A dim size: mostly small and ragged, sometimes 0 or 1, sometimes past one 16-wide tile;
+/// rounded up to a multiple of `align`.
+fn dim(align: usize) -> impl Strategy<Value = usize> {
     prop_oneof![
         1 => Just(0usize),
         2 => Just(1usize),
         6 => 2usize..20,
         2 => 20usize..70,
     ]
+    .prop_map(move |size| size.div_ceil(align) * align)
 }
 
-fn layout() -> impl Strategy<Value = Layout> {
+fn layout(align: usize) -> impl Strategy<Value = Layout> {
     prop_oneof![
         3 => Just(Layout::Contiguous),
         2 => Just(Layout::Transposed),
-        1 => (1usize..3, 1usize..3, 0usize..2, 0usize..2).prop_map(|(pr, pc, or, oc)| {
-            Layout::Sliced { pad: [pr, pc], offset: [or.min(pr), oc.min(pc)] }
+        1 => (1usize..3, 1usize..3, 0usize..2, 0usize..2).prop_map(move |(pr, pc, or, oc)| {
+            Layout::Sliced {
+                pad: [pr * align, pc * align],
+                offset: [or.min(pr) * align, oc.min(pc) * align],
+            }
         }),
         1 => Just(Layout::Strided),
     ]
 }
 
-/// Random cases in `precisions`, ranks 2 to 5.
+/// Random cases in `precisions`, ranks 2 to 5, dims a multiple of [`dim_multiple`].
 pub fn case(precisions: Vec<Precision>) -> impl Strategy<Value = Case> {
+    let align = dim_multiple();
     let batch = prop::collection::vec((1usize..4, 0usize..3), 0..4);
     (
         batch,
-        dim(),
-        dim(),
-        dim(),
+        dim(align),
+        dim(align),
+        dim(align),
         prop::collection::vec(any::<bool>(), 5),
         0usize..6,
-        [layout(), layout(), layout()],
+        [layout(align), layout(align), layout(align)],
         prop::sample::select(precisions),
         any::<bool>(),
         [any::<bool>(), any::<bool>(), any::<bool>()],

@@ -54,6 +54,18 @@ fn same_inputs_give_bit_identical_results() {
             force_variant(variant);
             let first = run_once(&problem, &upstream, precision);
             let launched = last_launched_variant();
+            // A forced variant the device cannot run falls back to fmar's own choice; the
+            // portable ones run everywhere, so a fallback from them is a failure here (which
+            // variants run on which device is the kernel crate's
+            // `each_variant_runs_exactly_where_expected`).
+            if let Some(forced @ (Variant::Naive | Variant::Tiled)) = variant {
+                assert_eq!(
+                    launched,
+                    Some(forced),
+                    "{precision:?}: forced {forced:?} but {launched:?} ran"
+                );
+            }
+            assert!(launched.is_some(), "{precision:?}: no variant ran");
             for attempt in 1..RUNS {
                 let again = run_once(&problem, &upstream, precision);
                 for (which, (a, b)) in ["output", "grad lhs", "grad rhs", "grad bias"]
