@@ -214,10 +214,16 @@ fn random_cases_match_the_f64_reference() {
         .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))
         .collect();
     for_random_cases(48, precisions, |case| {
+        let launches = fmar::diagnostics::kernel_launches();
         check_case(case);
-        // Which kernel variant ran (`FMAR_KERNEL` pins one; otherwise fmar's own choice).
-        let variant =
-            fmar::kernel::last_launched_variant().map_or("none".into(), |v| v.to_string());
+        // Which kernel variant ran (`FMAR_KERNEL` pins one; otherwise fmar's own choice):
+        // "none" when the case handed nothing to fmar's kernel (an empty output, or `k = 0`
+        // under Fusion), since the last launched variant is then an earlier case's.
+        let handed_over = fmar::diagnostics::kernel_launches() > launches;
+        let variant = match fmar::kernel::last_launched_variant() {
+            Some(variant) if handed_over => variant.to_string(),
+            _ => "none".into(),
+        };
         tally(format!(
             "{:?} fusion={} variant={variant}",
             case.precision, case.fusion
