@@ -137,32 +137,17 @@ pub(crate) fn plan(
         }
     }
 
-    let lhs_strides = &lhs.strides[rank - 2..];
-    let (lhs_major, lhs_map) = if lhs_strides[1] == 1 || k == 1 {
-        let map = map_layout("lhs", lhs, batch_shape, [m, k], lhs_strides[0], elem_size)?;
-        (LhsMajor::K, map)
-    } else if lhs_strides[0] == 1 || m == 1 {
-        let map = map_layout("lhs", lhs, batch_shape, [k, m], lhs_strides[1], elem_size)?;
-        (LhsMajor::M, map)
+    let (lhs_k_major, lhs_map) = operand_map("lhs", lhs, batch_shape, [m, k], elem_size)?;
+    let lhs_major = if lhs_k_major {
+        LhsMajor::K
     } else {
-        return Err(format!(
-            "`lhs` has no contiguous dim among its last two (strides {:?})",
-            lhs.strides
-        ));
+        LhsMajor::M
     };
-
-    let rhs_strides = &rhs.strides[rank - 2..];
-    let (rhs_major, rhs_map) = if rhs_strides[1] == 1 || n == 1 {
-        let map = map_layout("rhs", rhs, batch_shape, [k, n], rhs_strides[0], elem_size)?;
-        (RhsMajor::N, map)
-    } else if rhs_strides[0] == 1 || k == 1 {
-        let map = map_layout("rhs", rhs, batch_shape, [n, k], rhs_strides[1], elem_size)?;
-        (RhsMajor::K, map)
+    let (rhs_n_major, rhs_map) = operand_map("rhs", rhs, batch_shape, [k, n], elem_size)?;
+    let rhs_major = if rhs_n_major {
+        RhsMajor::N
     } else {
-        return Err(format!(
-            "`rhs` has no contiguous dim among its last two (strides {:?})",
-            rhs.strides
-        ));
+        RhsMajor::K
     };
     // The contract makes the output contiguous: its batch dims fold into one.
     let out_map = map_layout("out", out, batch_shape, [m, n], n, elem_size)?;
@@ -173,6 +158,45 @@ pub(crate) fn plan(
         rhs_major,
         out: out_map,
     })
+}
+
+/// The map of an operand `[.., rows, cols]`: read as it is when `cols` is contiguous (`true`),
+/// else through its transpose when `rows` is (`false`); an error when neither is.
+fn operand_map(
+    name: &str,
+    binding: &TensorBinding,
+    batch_shape: &[usize],
+    [rows, cols]: [usize; 2],
+    elem_size: usize,
+) -> Result<(bool, MapLayout), String> {
+    let rank = binding.strides.len();
+    let strides = &binding.strides[rank - 2..];
+    if strides[1] == 1 || cols == 1 {
+        let map = map_layout(
+            name,
+            binding,
+            batch_shape,
+            [rows, cols],
+            strides[0],
+            elem_size,
+        )?;
+        Ok((true, map))
+    } else if strides[0] == 1 || rows == 1 {
+        let map = map_layout(
+            name,
+            binding,
+            batch_shape,
+            [cols, rows],
+            strides[1],
+            elem_size,
+        )?;
+        Ok((false, map))
+    } else {
+        Err(format!(
+            "`{name}` has no contiguous dim among its last two (strides {:?})",
+            binding.strides
+        ))
+    }
 }
 
 /// The rank-3 map of one operand whose last two dims, in memory order, are `[rows, cols]` with
