@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p fmar-kernel --features cuda --example hopper_bench -- \
 //!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--lhs k,m] [--rhs n,k]
-//!     [SHAPE ...]
+//!     [--outputs 1] [SHAPE ...]
 //! ```
 //!
 //! Each `SHAPE` is `b,m,k,n` (default: 1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192).
@@ -11,7 +11,9 @@
 //! read transposed), `rhs` layout (`n`: `[k, n]` row-major, Burn's `Linear` weight; `k`: a
 //! `[n, k]` weight read transposed) and variant, the output is first poisoned with NaN, one
 //! launch is checked against an f64 dot product at 2,048 sampled outputs (every sampled row
-//! and column edge included), then `--reps` launches are timed between two device syncs.
+//! and column edge included), then `--reps` launches are timed between two device syncs, each
+//! writing the next of `--outputs` output buffers in turn (one: the same buffer every time, which
+//! may stay in L2; more: as a caller that allocates each output, like Burn, sees it).
 //! Prints one line per run: `RESULT dtype shape lhs rhs variant ms TFLOP/s max_rel_err status`.
 
 use cubecl::client::Client;
@@ -30,6 +32,8 @@ struct Options {
     lhs_layouts: Vec<char>,
     rhs_layouts: Vec<char>,
     reps: usize,
+    /// Output buffers the timed launches write in turn.
+    outputs: usize,
     shapes: Vec<[usize; 4]>,
 }
 
@@ -40,6 +44,7 @@ fn parse() -> Options {
         lhs_layouts: vec!['k'],
         rhs_layouts: vec!['n', 'k'],
         reps: 50,
+        outputs: 1,
         shapes: vec![],
     };
     let mut args = std::env::args().skip(1);
@@ -85,6 +90,7 @@ fn parse() -> Options {
                     .collect()
             }
             "--reps" => options.reps = value().parse().expect("--reps N"),
+            "--outputs" => options.outputs = value().parse().expect("--outputs N"),
             shape => {
                 let dims: Vec<usize> = shape
                     .split(',')
@@ -275,7 +281,7 @@ fn main() {
                         &mut rng,
                     );
                     for &variant in &options.variants {
-                        run(&client, &problem, variant, options.reps, &mut rng);
+                        run(&client, &problem, variant, &options, &mut rng);
                     }
                 }
             }
@@ -296,7 +302,14 @@ fn launch(
     }
 }
 
-fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize, rng: &mut Rng) {
+fn run(
+    client: &Client,
+    problem: &Problem,
+    variant: Option<Variant>,
+    options: &Options,
+    rng: &mut Rng,
+) {
+    let reps = options.reps;
     let [b, m, k, n] = problem.shape;
     let name = variant.map_or("launch".to_string(), |v| v.name());
     let label = format!(
@@ -335,9 +348,15 @@ fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize
             return;
         }
     };
+    let mut outputs = vec![operands];
+    for _ in 1..options.outputs.max(1) {
+        let bytes = b * m * n * problem.precision.size();
+        outputs.push(problem.operands(&client.empty(bytes)));
+    }
     let start = Instant::now();
-    for _ in 0..reps {
-        launch(client, operands.clone(), dtype, variant).expect("launch");
+    for rep in 0..reps {
+        let operands = outputs[rep % outputs.len()].clone();
+        launch(client, operands, dtype, variant).expect("launch");
     }
     // Host time to issue the launches: where the device is faster than the host (tiny
     // shapes), this is the whole loop's time, the host cost per launch.
@@ -352,6 +371,7 @@ fn run(client: &Client, problem: &Problem, variant: Option<Variant>, reps: usize
     let ran = last_launched_variant().map_or("-".to_string(), |v| v.name());
     println!(
         "RESULT {label} {ms:.4} {tflops:.1} {error:.1e} ok (first call {first_ms:.0} ms, host \
-         {host_us:.1} us/launch, ran {ran})"
+         {host_us:.1} us/launch, ran {ran}, outputs {})",
+        outputs.len()
     );
 }

@@ -142,8 +142,9 @@ fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
 ///
 /// On a Hopper device every problem below runs, each ragged in `m`, `n` and `k`; on an H200
 /// (132 multiprocessors) they take each of the kernel's tile shapes in turn (128 x 256,
-/// 128 x 128, 64 x 128, 64 x 64), with `lhs` both K-major and M-major, `rhs` both N-major and
-/// K-major, batched and batch-broadcast operands, and row-broadcast, per-batch and full biases.
+/// 128 x 128, 64 x 128, 64 x 64, and 64 x 64 with `k` split in two to eight slices), with
+/// `lhs` both K-major and M-major, `rhs` both N-major and K-major, batched and batch-broadcast
+/// operands, and row-broadcast, per-batch and full biases.
 #[test]
 fn hopper_runs_exactly_where_the_device_has_it() {
     use contract::{binding, client, download, elem_type, supports, upload};
@@ -164,7 +165,17 @@ fn hopper_runs_exactly_where_the_device_has_it() {
         (&[1000, 136], &[136, 2000], &[1000, 2000], false, true),
         (&[504, 136], &[136, 2000], &[2000], true, true),
         (&[2, 200, 264], &[2, 264, 136], &[2, 1, 136], true, false),
+        // Few rows: split-K (two slices of `k` per 64 x 64 tile; eight slices of one tile, the
+        // last shorter than the others; two slices of tiles with a full bias and ragged rows).
         (&[3, 1, 4104], &[1, 4104, 1000], &[1, 1000], false, false),
+        (&[1, 4104], &[4104, 64], &[64], false, true),
+        (
+            &[2, 120, 1000],
+            &[1, 1000, 200],
+            &[2, 120, 200],
+            true,
+            false,
+        ),
     ];
     let precisions: &[Precision] = if hopper_device {
         &[Precision::BF16, Precision::F16]

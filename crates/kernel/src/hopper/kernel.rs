@@ -7,6 +7,10 @@
 //! ([`store_tile`]). The ring runs on across tiles, so the producer fills the next tile's
 //! stages while the consumers store the last one's.
 //!
+//! Under split-K ([`KernelConfig::split_k`]) a work item is one slice of `k` of one tile: the
+//! consumers write the slice's f32 partial sums to a workspace ([`store_partial_sums`]), and a
+//! second kernel adds the slices, the bias and the ReLU.
+//!
 //! Two barriers per stage: `full` completes when the stage's bytes have landed (the producer
 //! arrives once and the TMA engine counts the bytes), `empty` when every consumer unit is done
 //! reading it. The `i`-th k-block a cube handles uses stage `i % stages` in round
@@ -46,6 +50,10 @@ pub(crate) struct KernelConfig {
     /// Whether the bias is the same for every row (stride 0 along `m`): then it is staged in
     /// shared memory once per tile.
     pub bias_row_broadcast: bool,
+    /// Whether each cube sums one slice of `k` into the f32 workspace (split-K), leaving the
+    /// bias and the ReLU to [`finish_split_k`](super::split_k::finish_split_k), instead of
+    /// finishing its tiles itself.
+    pub split_k: bool,
 }
 
 impl KernelConfig {
@@ -95,15 +103,18 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     rhs: &TensorMap<E, Tiled>,
     bias: &Tensor<E>,
     output: &mut TensorMap<E, Tiled>,
+    workspace: &mut Tensor<f32>,
     m: u32,
     n: u32,
     k: u32,
     batches: u32,
+    splits: u32,
     #[comptime] config: KernelConfig,
     #[define(E)] _dtype: ElemType,
 ) {
     let m = m as usize;
     let n = n as usize;
+    let splits = splits as usize;
     let shape = comptime![config.tile];
     let (tile_m, tile_n, stages) = comptime![(shape.m, shape.n, shape.stages)];
     let (a_stage, b_stage) = comptime![(config.a_stage(), config.b_stage())];
@@ -113,6 +124,9 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     let tiles_per_batch = tiles_m * tiles_n;
     let num_tiles = tiles_per_batch * batches as usize;
     let k_blocks = (k as usize).div_ceil(TILE_K);
+    // A work item is one slice of `k` of one tile; without split-K, one whole tile.
+    let num_items = num_tiles * splits;
+    let slice_blocks = k_blocks.div_ceil(splits);
 
     let mut smem_a = Shared::<[E]>::new_aligned_slice(stages * a_stage, 1024usize);
     let mut smem_b = Shared::<[E]>::new_aligned_slice(stages * b_stage, 1024usize);
@@ -145,8 +159,10 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
 
     if UNIT_POS as usize == consumer_units {
         let mut iteration = 0usize;
-        let mut tile = CUBE_POS_X as usize;
-        while tile < num_tiles {
+        let mut item = CUBE_POS_X as usize;
+        while item < num_items {
+            let tile = item / splits;
+            let (first_block, end_block) = slice_blocks_of(item % splits, slice_blocks, k_blocks);
             let (batch, row0, col0) = tile_origin(tile, tiles_per_batch, tiles_m, tiles_n, config);
             // A broadcast operand's map has one batch: coordinate 0.
             let mut lhs_batch = 0i32;
@@ -157,7 +173,7 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
             if comptime![config.rhs_batched] {
                 rhs_batch = batch as i32;
             }
-            for kb in 0..k_blocks {
+            for kb in first_block..end_block {
                 let stage = iteration % stages;
                 let round = iteration / stages;
                 let k0 = (kb * TILE_K) as i32;
@@ -197,7 +213,7 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                 }
                 iteration += 1;
             }
-            tile += CUBE_COUNT_X as usize;
+            item += CUBE_COUNT_X as usize;
         }
     } else if (UNIT_POS as usize) < consumer_units {
         let warpgroup = UNIT_POS / 128;
@@ -223,8 +239,11 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
         };
         let smem_c_address = shared_address::<E>(&smem_c);
         let mut iteration = 0usize;
-        let mut tile = CUBE_POS_X as usize;
-        while tile < num_tiles {
+        let mut item = CUBE_POS_X as usize;
+        while item < num_items {
+            let tile = item / splits;
+            let split = item % splits;
+            let (first_block, end_block) = slice_blocks_of(split, slice_blocks, k_blocks);
             let (batch, row0, col0) = tile_origin(tile, tiles_per_batch, tiles_m, tiles_n, config);
             let bias_offset = batch_offset::<E>(bias, batch);
             // Each of the first `tile_n / 2` units of a warpgroup fetches two of the tile's bias
@@ -244,7 +263,7 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                 }
             }
             let mut acc = Vector::<f32, R>::new(0.0f32);
-            for _ in 0..k_blocks {
+            for _ in first_block..end_block {
                 let stage = iteration % stages;
                 let round = iteration / stages;
                 #[unroll]
@@ -266,23 +285,78 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                     smem_bias[at + 1] = bias_pair.1;
                 }
             }
-            store_tile::<E, R>(
-                acc,
-                bias,
-                bias_offset,
-                &smem_bias,
-                output,
-                &mut smem_c,
-                smem_c_address,
-                batch,
-                row0,
-                col0,
-                m,
-                n,
-                warpgroup,
-                config,
-            );
-            tile += CUBE_COUNT_X as usize;
+            if comptime![config.split_k] {
+                let slice = (split * batches as usize + batch) * m * n;
+                store_partial_sums::<R>(
+                    acc,
+                    workspace,
+                    slice,
+                    row0 + warpgroup as usize * 64,
+                    col0,
+                    m,
+                    n,
+                    comptime![config.tile.n],
+                );
+            } else {
+                store_tile::<E, R>(
+                    acc,
+                    bias,
+                    bias_offset,
+                    &smem_bias,
+                    output,
+                    &mut smem_c,
+                    smem_c_address,
+                    batch,
+                    row0,
+                    col0,
+                    m,
+                    n,
+                    warpgroup,
+                    config,
+                );
+            }
+            item += CUBE_COUNT_X as usize;
+        }
+    }
+}
+
+/// The k-blocks `[first, end)` of slice `split`, each slice `slice_blocks` long (the last one
+/// shorter, or empty when the slices outnumber the blocks).
+#[cube]
+fn slice_blocks_of(split: usize, slice_blocks: usize, k_blocks: usize) -> (usize, usize) {
+    let first = split * slice_blocks;
+    let end = first + slice_blocks;
+    let end = select(end > k_blocks, k_blocks, end);
+    let first = select(first > end, end, first);
+    (first, end)
+}
+
+/// Writes a consumer warpgroup's partial sums of one slice of `k` (its 64 rows of the tile,
+/// `tile_n` columns, from `row0`, `col0`) into the slice's `[m, n]` plane of the workspace,
+/// which starts at `slice`. Rows and columns past the output's edges are not written.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_partial_sums<R: Size>(
+    acc: Vector<f32, R>,
+    workspace: &mut Tensor<f32>,
+    slice: usize,
+    row0: usize,
+    col0: usize,
+    m: usize,
+    n: usize,
+    #[comptime] tile_n: usize,
+) {
+    // The accumulator fragment, as in `store_tile`.
+    let unit = (UNIT_POS % 128) as usize;
+    let lane = unit % 32;
+    let row = row0 + (unit / 32) * 16 + lane / 4;
+    let col = col0 + 2 * (lane % 4);
+    #[unroll]
+    for nth in 0..comptime![tile_n / 2] {
+        let r = row + comptime![8 * ((nth / 2) % 2)];
+        let c = col + comptime![8 * (nth / 4) + nth % 2];
+        if r < m && c < n {
+            workspace[slice + r * n + c] = acc.extract(nth);
         }
     }
 }

@@ -6,6 +6,7 @@
 //! | `plan` | which layouts the TMA engine can read, and how each operand is addressed |
 //! | `wgmma` | the warpgroup MMA as inline PTX, and shared-memory matrix descriptors |
 //! | `kernel` | the `#[cube]` kernel: producer unit, consumer warpgroups, epilogue |
+//! | `split_k` | the second kernel of a split-K launch: slices summed, bias, ReLU |
 //!
 //! It runs on CUDA devices of compute capability 9.0 (the kernel uses `wgmma`, which only the
 //! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
@@ -16,6 +17,7 @@ mod kernel;
 pub(crate) mod plan;
 #[cfg(all(test, feature = "cuda"))]
 mod source;
+mod split_k;
 mod wgmma;
 
 use crate::contract::Dims;
@@ -25,7 +27,8 @@ use cubecl::ir::{AddressType, ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
 use kernel::{CHUNK_COLS, KernelConfig, fused_matmul_add_relu_hopper};
-use plan::{LhsMajor, MapLayout, PANEL, RhsMajor, TILE_K, TileShape};
+use plan::{LhsMajor, MapLayout, PANEL, RhsMajor, Schedule, TILE_K};
+use split_k::{FINISH_UNITS, finish_split_k};
 
 /// Why the Hopper kernel cannot run on `client`'s device, if it cannot.
 pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
@@ -82,9 +85,9 @@ pub(crate) fn launch(
         .hardware
         .num_streaming_multiprocessors
         .unwrap_or(1) as usize;
-    let tile = TileShape::choose(processors, |tile_m, tile_n| {
-        dims.m.div_ceil(tile_m) * dims.n.div_ceil(tile_n) * dims.batch
-    });
+    let Schedule { tile, splits } =
+        Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k);
+    let split_k = splits > 1;
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
         tile,
@@ -93,7 +96,9 @@ pub(crate) fn launch(
         lhs_batched: plan.lhs.batched,
         rhs_batched: plan.rhs.batched,
         bf16,
-        bias_row_broadcast: ops.bias.strides[rank - 2] == 0 || dims.m == 1,
+        // Split-K adds the bias in its second kernel.
+        bias_row_broadcast: !split_k && (ops.bias.strides[rank - 2] == 0 || dims.m == 1),
+        split_k,
     };
     let rhs_box = match plan.rhs_major {
         RhsMajor::N => [1, TILE_K, PANEL],
@@ -108,13 +113,25 @@ pub(crate) fn launch(
     let out_map = tensor_map(&ops.out, &plan.out, [1, 64, CHUNK_COLS], dtype);
 
     // Persistent: one cube per multiprocessor (a cube's shared memory fills one), each walking
-    // tiles until none are left.
-    let tiles = dims.m.div_ceil(tile.m) * dims.n.div_ceil(tile.n) * dims.batch;
-    let cube_count = CubeCount::Static(tiles.min(processors) as u32, 1, 1);
+    // work items (tiles, or slices of tiles under split-K) until none are left.
+    let out_len = dims.batch * dims.m * dims.n;
+    let items = dims.m.div_ceil(tile.m) * dims.n.div_ceil(tile.n) * dims.batch * splits;
+    let cube_count = CubeCount::Static(items.min(processors) as u32, 1, 1);
     let address_type = ops
         .bias
         .required_address_type(dtype.size())
-        .max(AddressType::from_len(dims.batch * dims.m * dims.n));
+        .max(AddressType::from_len(out_len * splits));
+    // Split-K's partial sums, one `[batch, m, n]` f32 plane per slice. Without split-K the
+    // kernel never touches its workspace argument, which then views the output's buffer.
+    let workspace = split_k.then(|| client.empty(out_len * splits * size_of::<f32>()));
+    let workspace_binding = |len: usize| TensorBinding {
+        handle: workspace
+            .as_ref()
+            .map_or_else(|| ops.out.handle.clone(), |h| h.clone().binding()),
+        strides: [1].into(),
+        shape: [len].into(),
+        tiling: Tiling::default(),
+    };
 
     // SAFETY: the contract check bounded every operand's strides by its buffer; the TMA engine
     // reads `lhs` and `rhs` through maps of their own shapes, filling past the edges with zeros,
@@ -129,15 +146,33 @@ pub(crate) fn launch(
             tile.n / 2,
             lhs_map,
             rhs_map,
-            ops.bias.into_tensor_arg(),
+            ops.bias.clone().into_tensor_arg(),
             out_map,
+            workspace_binding(if split_k { out_len * splits } else { 1 }).into_tensor_arg(),
             dims.m as u32,
             dims.n as u32,
             dims.k as u32,
             dims.batch as u32,
+            splits as u32,
             config,
             dtype,
         );
+        if split_k {
+            // Same stream: runs once every slice is written.
+            finish_split_k::launch_unchecked(
+                client,
+                CubeCount::Static((out_len as u32).div_ceil(FINISH_UNITS), 1, 1),
+                CubeDim::new_1d(FINISH_UNITS),
+                address_type,
+                workspace_binding(out_len * splits).into_tensor_arg(),
+                ops.bias.into_tensor_arg(),
+                ops.out.into_tensor_arg(),
+                dims.m as u32,
+                dims.n as u32,
+                splits as u32,
+                dtype,
+            );
+        }
     }
     Ok(())
 }

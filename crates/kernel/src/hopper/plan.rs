@@ -50,7 +50,7 @@ impl TileShape {
         Self::new(m, n)
     }
 
-    /// Every tile [`choose`](Self::choose) can return.
+    /// Every tile [`choose`](Self::choose) or a [`Schedule`] can return.
     #[cfg(test)]
     pub fn all() -> impl Iterator<Item = Self> {
         Self::CANDIDATES.into_iter().map(|(m, n)| Self::new(m, n))
@@ -64,6 +64,55 @@ impl TileShape {
     /// Bytes one stage brings in (half-precision operands).
     pub const fn stage_bytes(self) -> usize {
         (self.m + self.n) * TILE_K * 2
+    }
+}
+
+/// How a problem's work is cut: the output tile, and how many slices of `k` each tile's sum is
+/// cut into. With more than one slice (split-K), each cube sums one slice of one tile into an
+/// f32 workspace, and a second kernel adds the slices, the bias and the ReLU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Schedule {
+    pub tile: TileShape,
+    /// Slices of `k` per output tile; 1 when the tiles alone keep the device busy.
+    pub splits: usize,
+}
+
+impl Schedule {
+    /// A split-K tile: the smallest, the most tiles before `k` is split. Measured on an H200
+    /// at `1 x 128 x 4096 x 4096`, two slices of 128 x 64 tiles ran 15% slower than one slice of
+    /// 64 x 64 tiles: the second kernel's pass over 128 rows of partial sums costs more than
+    /// the shorter chain saves.
+    const SPLIT_TILE: (usize, usize) = (64, 64);
+    /// Fewest k-blocks (`TILE_K` deep) in one slice: a shallower slice's ring barely fills
+    /// before its partial sums are written out.
+    const MIN_SLICE_BLOCKS: usize = 8;
+    /// Most slices per tile: the workspace and the second kernel's reads grow with them.
+    const MAX_SPLITS: usize = 8;
+
+    /// The schedule of a `batch x m x n` output over `k` on `processors` multiprocessors.
+    ///
+    /// A problem with few output rows (a `Linear` at inference batch sizes) is bound by
+    /// streaming `rhs`, and with one tile per cube each cube walks all of `k` in sequence: too
+    /// few cubes, each with too long a chain. When even the smallest tiles leave at least half
+    /// the multiprocessors idle, the `k` of each tile is split across them instead. Otherwise
+    /// the tiles alone spread the work ([`TileShape::choose`]).
+    pub fn choose(processors: usize, batch: usize, m: usize, n: usize, k: usize) -> Self {
+        let (tile_m, tile_n) = Self::SPLIT_TILE;
+        let tiles = batch * m.div_ceil(tile_m) * n.div_ceil(tile_n);
+        let splits = (processors / tiles.max(1))
+            .min(k.div_ceil(TILE_K) / Self::MIN_SLICE_BLOCKS)
+            .min(Self::MAX_SPLITS);
+        // The workspace is indexed with 32-bit offsets.
+        if splits >= 2 && splits * batch * m * n <= u32::MAX as usize {
+            return Self {
+                tile: TileShape::new(tile_m, tile_n),
+                splits,
+            };
+        }
+        let tile = TileShape::choose(processors, |tile_m, tile_n| {
+            m.div_ceil(tile_m) * n.div_ceil(tile_n) * batch
+        });
+        Self { tile, splits: 1 }
     }
 }
 
@@ -294,6 +343,29 @@ mod tests {
         assert_eq!((mid.m, mid.n, mid.stages), (128, 128, 6));
         // Never fewer than the smallest tile's count: m = 1 still takes 64 x 64.
         assert_eq!(TileShape::choose(132, tiles_of(1, 1, 4096)).n, 64);
+    }
+
+    #[test]
+    fn weight_streaming_problems_split_k_and_others_do_not() {
+        let schedule = |b, m, n, k| {
+            let s = Schedule::choose(132, b, m, n, k);
+            (s.tile.m, s.tile.n, s.splits)
+        };
+        // A `Linear` at inference batch sizes: 64 tiles of 64 columns, two slices of 2048.
+        assert_eq!(schedule(1, 1, 4096, 4096), (64, 64, 2));
+        assert_eq!(schedule(1, 16, 4096, 4096), (64, 64, 2));
+        assert_eq!(schedule(2, 120, 200, 1000), (64, 64, 2));
+        // A narrow output: 16 tiles, eight slices of 512.
+        assert_eq!(schedule(1, 1, 1024, 4096), (64, 64, 8));
+        // Too shallow to split: each slice would be under 8 k-blocks.
+        assert_eq!(schedule(1, 1, 4096, 512).2, 1);
+        assert_eq!(schedule(1, 64, 64, 64).2, 1);
+        // Enough tiles already.
+        assert_eq!(schedule(1, 4096, 4096, 4096), (128, 256, 1));
+        assert_eq!(schedule(1, 128, 4096, 4096), (64, 64, 1));
+        assert_eq!(schedule(1, 256, 4096, 4096), (64, 128, 1));
+        assert_eq!(schedule(8, 1024, 1024, 1024).2, 1);
+        assert_eq!(schedule(64, 128, 128, 128).2, 1);
     }
 
     #[test]

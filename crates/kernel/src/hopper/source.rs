@@ -6,6 +6,7 @@
 use super::kernel::KernelConfig;
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::plan::TileShape;
+use super::split_k::{FINISH_UNITS, finish_split_k::FinishSplitK};
 use cubecl::Compiler;
 use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
 use cubecl::ir::{
@@ -63,12 +64,13 @@ fn source(config: KernelConfig) -> String {
         ExecutionMode::Unchecked,
         AddressType::U32,
     );
-    let bias = TensorCompilationArg {
+    let tensor = || TensorCompilationArg {
         meta: TensorMetaCompilationArg { len: (), rank: () },
         buffer: BufferCompilationArg { inplace: None },
     };
-    // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`
-    // and `batches` have none), the accumulator's size, and the compile-time arguments.
+    let (bias, workspace) = (tensor(), tensor());
+    // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`,
+    // `batches` and `splits` have none), the accumulator's size, and the compile-time arguments.
     let kernel = FusedMatmulAddReluHopper::new(
         settings,
         hopper_properties(),
@@ -77,6 +79,8 @@ fn source(config: KernelConfig) -> String {
         (),
         bias,
         Default::default(),
+        workspace,
+        (),
         (),
         (),
         (),
@@ -85,24 +89,55 @@ fn source(config: KernelConfig) -> String {
         config,
         dtype,
     );
+    compile(kernel.define(), &format!("{config:?}"))
+}
+
+/// `definition` (of kernel `name`) through cubecl's CUDA C++ compiler, as cubecl-cuda sets it up for compute
+/// capability 9.0.
+fn compile(definition: KernelDefinition, name: &str) -> String {
     let mut options = CudaCompilationOptions::default();
-    // As cubecl-cuda sets them for compute capability 9.0.
     options.cpp.supports_features.grid_constants = true;
     options.cpp.supports_features.clusters = true;
     options.cpp.supports_features.elect_sync = true;
     CudaCompiler::default()
-        .compile(kernel.define(), &options)
-        .unwrap_or_else(|error| panic!("{config:?} did not compile: {error:?}"))
+        .compile(definition, &options)
+        .unwrap_or_else(|error| panic!("{name} did not compile: {error:?}"))
         .to_string()
+}
+
+/// The CUDA C++ of split-K's finishing kernel for `dtype`.
+fn finish_source(dtype: ElemType) -> String {
+    let settings = KernelSettings::new(
+        *CubeDim::new_1d(FINISH_UNITS),
+        ExecutionMode::Unchecked,
+        AddressType::U32,
+    );
+    let tensor = || TensorCompilationArg {
+        meta: TensorMetaCompilationArg { len: (), rank: () },
+        buffer: BufferCompilationArg { inplace: None },
+    };
+    let kernel = FinishSplitK::new(
+        settings,
+        hopper_properties(),
+        Arc::new(Default::default()),
+        tensor(),
+        tensor(),
+        tensor(),
+        (),
+        (),
+        (),
+        dtype,
+    );
+    compile(kernel.define(), &format!("finish_split_k {dtype:?}"))
 }
 
 /// Every compile-time configuration the launch can ask for.
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
     for tile in TileShape::all() {
-        for bits in 0..64u32 {
+        for bits in 0..128u32 {
             let bit = |i: u32| bits & (1 << i) != 0;
-            all.push(KernelConfig {
+            let config = KernelConfig {
                 tile,
                 lhs_m_major: bit(5),
                 rhs_k_major: bit(0),
@@ -110,10 +145,29 @@ fn configs() -> Vec<KernelConfig> {
                 rhs_batched: bit(2),
                 bf16: bit(3),
                 bias_row_broadcast: bit(4),
-            });
+                split_k: bit(6),
+            };
+            // Split-K runs 64 x 64 tiles and adds the bias in its second kernel.
+            let wanted =
+                !config.split_k || (tile.m, tile.n) == (64, 64) && !config.bias_row_broadcast;
+            if wanted {
+                all.push(config);
+            }
         }
     }
     all
+}
+
+#[test]
+fn split_k_finish_compiles_to_cuda_for_both_dtypes() {
+    for kind in [FloatKind::BF16, FloatKind::F16] {
+        let source = finish_source(ElemType::Float(kind));
+        assert!(source.contains("finish_split_k"), "{source}");
+        if let Ok(dir) = std::env::var("FMAR_HOPPER_SOURCE_DIR") {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(format!("{dir}/finish_split_k_{kind:?}.cu"), &source).unwrap();
+        }
+    }
 }
 
 #[test]
@@ -122,25 +176,35 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
     for config in configs() {
         let source = source(config);
         let ty = if config.bf16 { "bf16" } else { "f16" };
-        for needle in [
-            format!(
-                "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}",
-                config.tile.n
-            ),
+        let mma = format!(
+            "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}",
+            config.tile.n
+        );
+        let load = "cp_async_bulk_tensor_3d_global_to_shared".to_string();
+        // The finishing epilogue converts in pairs and stores through `stmatrix` and the TMA
+        // engine; split-K's writes f32 partial sums, with none of those.
+        let epilogue = [
             format!("cvt.rn.{ty}x2.f32"),
             "stmatrix.sync.aligned.m8n8.x4.shared.b16".to_string(),
-            "cp_async_bulk_tensor_3d_global_to_shared".to_string(),
             "cp_async_bulk_tensor_3d_shared_to_global".to_string(),
-        ] {
+        ];
+        for needle in [mma, load] {
             assert!(
                 source.contains(&needle),
                 "{config:?}: no `{needle}` in the source"
             );
         }
+        for needle in epilogue {
+            assert_eq!(
+                source.contains(&needle),
+                !config.split_k,
+                "{config:?}: `{needle}` in the source"
+            );
+        }
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir).unwrap();
             let name = format!(
-                "hopper_{}x{}x{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}.cu",
+                "hopper_{}x{}x{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}.cu",
                 config.tile.m,
                 config.tile.n,
                 config.tile.stages,
@@ -153,6 +217,7 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
                 } else {
                     "full"
                 },
+                if config.split_k { "_splitk" } else { "" },
             );
             std::fs::write(format!("{dir}/{name}"), &source).unwrap();
         }
