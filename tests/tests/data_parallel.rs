@@ -9,7 +9,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::{Device, Tensor, TensorData};
 use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch};
-use fmar::{FusedLinearRelu, FusedLinearReluConfig};
+use fmar::{FusedMlp, FusedMlpConfig};
 use fmar_tests::Rng;
 
 const INPUTS: usize = 8;
@@ -20,34 +20,14 @@ const STEPS: usize = 3;
 const LEARNING_RATE: f64 = 0.1;
 
 /// Two fused hidden layers and a plain linear head: the shape of a user's model.
-#[derive(Module, Debug)]
-struct Mlp {
-    hidden: Vec<FusedLinearRelu>,
-    head: Linear,
+fn new_model(device: &Device) -> FusedMlp {
+    FusedMlpConfig::new(INPUTS, HIDDEN, OUTPUTS)
+        .with_hidden_layers(2)
+        .init(device)
 }
 
-impl Mlp {
-    fn new(device: &Device) -> Self {
-        Self {
-            hidden: vec![
-                FusedLinearReluConfig::new(INPUTS, HIDDEN).init(device),
-                FusedLinearReluConfig::new(HIDDEN, HIDDEN).init(device),
-            ],
-            head: LinearConfig::new(HIDDEN, OUTPUTS).init(device),
-        }
-    }
-
-    fn forward(&self, input: Tensor<2>) -> Tensor<2> {
-        let hidden = self
-            .hidden
-            .iter()
-            .fold(input, |activation, layer| layer.forward(activation));
-        self.head.forward(hidden)
-    }
-
-    fn loss(&self, input: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
-        MseLoss::new().forward(self.forward(input), target, Reduction::Mean)
-    }
+fn mse_loss(model: &FusedMlp, input: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
+    MseLoss::new().forward(model.forward(input), target, Reduction::Mean)
 }
 
 /// One global batch per step: inputs in [-1, 1), regression targets in [-1, 1).
@@ -72,11 +52,12 @@ impl Batches {
 }
 
 /// Plain training: the whole batch, one device, one optimizer.
-fn train_single(model: Mlp, batches: &Batches, device: &Device) -> Mlp {
+fn train_single(model: FusedMlp, batches: &Batches, device: &Device) -> FusedMlp {
     let mut optimizer = SgdConfig::new().init();
     let mut model = model.fork(device);
     for (inputs, targets) in &batches.steps {
-        let loss = model.loss(
+        let loss = mse_loss(
+            &model,
             Tensor::from_data(inputs.clone(), device),
             Tensor::from_data(targets.clone(), device),
         );
@@ -88,7 +69,7 @@ fn train_single(model: Mlp, batches: &Batches, device: &Device) -> Mlp {
 
 /// Data-parallel training: one replica and one optimizer per member, each member's shard of the
 /// same global batch, gradients all-reduced before each step. Returns every replica.
-fn train_data_parallel(model: Mlp, batches: &Batches, members: &[Device]) -> Vec<Mlp> {
+fn train_data_parallel(model: FusedMlp, batches: &Batches, members: &[Device]) -> Vec<FusedMlp> {
     let mut replicas = replicate(&model, members);
     let mut optimizers: Vec<_> = members.iter().map(|_| SgdConfig::new().init()).collect();
     for (inputs, targets) in &batches.steps {
@@ -100,7 +81,7 @@ fn train_data_parallel(model: Mlp, batches: &Batches, members: &[Device]) -> Vec
         let mut gradients: Vec<_> = replicas
             .iter()
             .zip(inputs.into_iter().zip(targets))
-            .map(|(replica, (input, target))| replica.loss(input, target).backward())
+            .map(|(replica, (input, target))| mse_loss(replica, input, target).backward())
             .collect();
         all_reduce_gradients(&replicas, &mut gradients);
         replicas = replicas
@@ -126,7 +107,7 @@ impl ModuleVisitor for ParameterValues {
     }
 }
 
-fn parameters(model: &Mlp) -> Vec<Vec<f64>> {
+fn parameters(model: &FusedMlp) -> Vec<Vec<f64>> {
     let mut values = ParameterValues::default();
     model.visit(&mut values);
     values.0
@@ -165,7 +146,7 @@ fn check_members(count: usize) {
     let device = Device::flex().autodiff();
     let mut rng = Rng::fresh();
     let batches = Batches::random(&mut rng);
-    let model = Mlp::new(&device);
+    let model = new_model(&device);
     let initial = parameters(&model);
 
     let reference = parameters(&train_single(model.clone(), &batches, &device));

@@ -31,12 +31,11 @@
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::loss::{MseLoss, Reduction};
-use burn::nn::{Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Distribution, Tensor};
 use clap::{Parser, ValueEnum};
 use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch};
-use fmar::{FusedLinearRelu, FusedLinearReluConfig, Runtime};
+use fmar::{FusedMlpConfig, Runtime};
 use std::error::Error;
 use std::time::Instant;
 
@@ -86,32 +85,6 @@ impl Dtype {
             Dtype::F32 => DType::F32,
             Dtype::Bf16 => DType::BF16,
         }
-    }
-}
-
-/// `layers` fused hidden layers and a plain linear head.
-#[derive(Module, Debug)]
-struct Mlp {
-    hidden: Vec<FusedLinearRelu>,
-    head: Linear,
-}
-
-impl Mlp {
-    fn new(width: usize, layers: usize, device: &Device) -> Self {
-        Self {
-            hidden: (0..layers)
-                .map(|_| FusedLinearReluConfig::new(width, width).init(device))
-                .collect(),
-            head: LinearConfig::new(width, OUTPUTS).init(device),
-        }
-    }
-
-    fn forward(&self, input: Tensor<2>) -> Tensor<2> {
-        let hidden = self
-            .hidden
-            .iter()
-            .fold(input, |activation, layer| layer.forward(activation));
-        self.head.forward(hidden)
     }
 }
 
@@ -196,10 +169,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
 
     // One model, built once: every replica starts from its weights.
-    let model = Mlp::new(width, layers, lead).map(&mut CastParameters(dtype));
-    let teacher = Mlp::new(width, layers, lead)
-        .map(&mut CastParameters(dtype))
-        .no_grad();
+    let config = FusedMlpConfig::new(width, width, OUTPUTS).with_hidden_layers(layers);
+    let model = config.init(lead).map(&mut CastParameters(dtype));
+    let teacher = config.init(lead).map(&mut CastParameters(dtype)).no_grad();
     let mut replicas = replicate(&model, &members);
     let mut optimizers: Vec<_> = members.iter().map(|_| AdamConfig::new().init()).collect();
 

@@ -41,7 +41,7 @@ pub use device::{
     try_default_device,
 };
 pub use fmar_fusion_meta::{Error, SUPPORTED_DTYPES};
-pub use module::{FusedLinearRelu, FusedLinearReluConfig};
+pub use module::{FusedLinearRelu, FusedLinearReluConfig, FusedMlp, FusedMlpConfig};
 
 pub mod data_parallel;
 mod device;

@@ -113,3 +113,81 @@ impl From<FusedLinearRelu> for Linear {
         }
     }
 }
+
+/// Configuration of a [`FusedMlp`]: `hidden_layers` fused `Linear` + ReLU layers of width
+/// `d_hidden`, then a plain `Linear` head to `d_output`, every layer initialized as Burn's
+/// `Linear` would be.
+#[derive(Config, Debug)]
+pub struct FusedMlpConfig {
+    /// The size of the input features.
+    pub d_input: usize,
+    /// The size of every hidden layer's output.
+    pub d_hidden: usize,
+    /// The size of the head's output.
+    pub d_output: usize,
+    /// How many fused hidden layers (at least one).
+    #[config(default = 2)]
+    pub hidden_layers: usize,
+}
+
+impl FusedMlpConfig {
+    /// A new [`FusedMlp`].
+    ///
+    /// # Panics
+    ///
+    /// When `hidden_layers` is 0.
+    pub fn init(&self, device: &Device) -> FusedMlp {
+        assert!(
+            self.hidden_layers > 0,
+            "FusedMlpConfig: `hidden_layers` must be at least 1, got 0"
+        );
+        FusedMlp {
+            hidden: (0..self.hidden_layers)
+                .map(|layer| {
+                    let d_input = if layer == 0 {
+                        self.d_input
+                    } else {
+                        self.d_hidden
+                    };
+                    FusedLinearReluConfig::new(d_input, self.d_hidden).init(device)
+                })
+                .collect(),
+            head: LinearConfig::new(self.d_hidden, self.d_output).init(device),
+        }
+    }
+}
+
+/// A multilayer perceptron of [`FusedLinearRelu`] layers and a plain `Linear` head: the shape
+/// of model fmar speeds up, ready to train.
+///
+/// ```
+/// use burn::tensor::{Distribution, Tensor};
+/// use fmar::{FusedMlp, FusedMlpConfig};
+///
+/// let device = fmar::default_device().device;
+/// let mlp: FusedMlp = FusedMlpConfig::new(32, 64, 10).init(&device);
+/// let x = Tensor::<2>::random([8, 32], Distribution::Default, &device);
+/// assert_eq!(mlp.forward(x).dims(), [8, 10]);
+/// ```
+#[derive(Module, Debug)]
+pub struct FusedMlp {
+    /// The fused hidden layers, first to last.
+    pub hidden: Vec<FusedLinearRelu>,
+    /// The plain linear output layer.
+    pub head: Linear,
+}
+
+impl FusedMlp {
+    /// The head's output for an input `[..., d_input]` of any rank `D >= 2`. Differentiable.
+    ///
+    /// # Panics
+    ///
+    /// As [`FusedLinearRelu::forward`] does.
+    pub fn forward<const D: usize>(&self, input: Tensor<D>) -> Tensor<D> {
+        let hidden = self
+            .hidden
+            .iter()
+            .fold(input, |activation, layer| layer.forward(activation));
+        self.head.forward(hidden)
+    }
+}
