@@ -78,14 +78,14 @@
 //! [`cli`] holds the options and the shapes; [`candidates`] what is measured and how each
 //! candidate is called; [`measure`] one row: a candidate on fresh inputs, checked, then timed;
 //! [`reference`](mod@reference) the inputs and the independent CPU reference with its
-//! tolerances; [`timing`] the clock; [`report`] the table rows and the JSON.
+//! tolerances; [`timing`](fmar_bench::timing) the clock, shared with `flex_choice`; [`report`]
+//! the table rows and the JSON.
 
 mod candidates;
 mod cli;
 mod measure;
 mod reference;
 mod report;
-mod timing;
 
 use burn::tensor::Device;
 use candidates::{Candidate, Pass};

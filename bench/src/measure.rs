@@ -4,9 +4,9 @@
 use crate::candidates::{Candidate, Pass};
 use crate::reference::{Deviation, Gradients, Problem};
 use crate::report::{Row, Status, format_tflops};
-use crate::timing::{first_call, median_time_in_batches};
 use burn::tensor::{DType, Device, Tensor};
 use fmar::kernel::{force_variant, last_launched_variant};
+use fmar_bench::timing::{first_call, median_time_in_batches};
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;

@@ -4,6 +4,7 @@
 use crate::candidates::Candidate;
 use crate::cli::Dtype;
 use burn::tensor::{DType, Device, Tensor, TensorData};
+use fmar_bench::data::pseudo_random;
 
 /// What every figure was checked against, as the report states it.
 pub const CHECKED_AGAINST: &str = "relu(lhs @ rhs + bias) in f32 on the CPU (Burn's Flex), from the \
@@ -34,20 +35,6 @@ pub struct Gradients {
     pub lhs: Vec<f32>,
     pub rhs: Vec<f32>,
     pub bias: Option<Vec<f32>>,
-}
-
-/// `len` values in `[-0.5, 0.5)` from a linear congruential generator seeded with `seed`: the
-/// same on every machine and every run, and fast enough for inputs of tens of millions of values.
-fn pseudo_random(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
 }
 
 /// One shape's inputs on the host (uploaded afresh for every candidate) and the independent

@@ -1,25 +1,11 @@
-//! What the examples share: deterministic host data, median timings synchronised with the
-//! device, the relative error between two tensors, and duration formatting.
+//! What the examples share: median timings synchronised with the device, the relative error
+//! between two tensors, and duration formatting.
 //!
 //! Each example includes this module with `mod common;` and uses only part of it.
 #![allow(dead_code)]
 
 use burn::tensor::{Device, Tensor};
 use std::time::{Duration, Instant};
-
-/// `len` values in `[-0.5, 0.5)` from a linear congruential generator seeded with `seed`: the
-/// same on every machine and every run, and fast enough for inputs of tens of millions of values.
-pub fn pseudo_random(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
-}
 
 /// Median wall time of `f` over `iterations` calls, after `warm_ups` calls, each call
 /// synchronised with `device`. The result is kept alive until the sync: Fusion skips work whose

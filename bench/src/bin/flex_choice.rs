@@ -2,7 +2,7 @@
 //! measured side by side on this machine's CPU.
 //!
 //! ```text
-//! cargo run --release --example flex_choice
+//! cargo run --release -p fmar-bench --bin flex_choice
 //! ```
 //!
 //! The fused loop is the straightforward one a CPU fallback would ship: rows split over all
@@ -11,10 +11,9 @@
 //! The composition runs Flex's blocked SIMD matmul, then the add and the ReLU as two more passes.
 //! Both are checked against each other before timing.
 
-mod common;
-
 use burn::tensor::{Device, Tensor, TensorData};
-use common::{median_time, pseudo_random};
+use fmar_bench::data::pseudo_random;
+use fmar_bench::timing::median_time_in_batches;
 use std::time::Duration;
 
 /// `relu(lhs @ rhs + bias)` for one `[m, k] x [k, n]` problem, rows over all cores.
@@ -44,9 +43,8 @@ fn fused_loop(lhs: &[f32], rhs: &[f32], bias: &[f32], m: usize, k: usize, n: usi
     out
 }
 
-/// One untimed call, then the median of seven.
-const WARM_UPS: usize = 1;
-const RUNS: usize = 7;
+/// Time spent measuring each candidate on each shape: the median over batches of calls.
+const BUDGET: Duration = Duration::from_secs(2);
 
 fn main() {
     let device = Device::flex();
@@ -85,11 +83,11 @@ fn main() {
             .fold(0.0f32, f32::max);
         assert!(worst < 1e-3 * k as f32, "the two disagree by {worst}");
 
-        let composed_time = median_time(&device, WARM_UPS, RUNS, || {
+        let composed_time = median_time_in_batches(&device, BUDGET, || {
             let out = fmar::matmul_add_relu_nd(lhs_t.clone(), rhs_t.clone(), bias_t.clone());
             std::hint::black_box(out.into_data());
         });
-        let loop_time = median_time(&device, WARM_UPS, RUNS, || {
+        let loop_time = median_time_in_batches(&device, BUDGET, || {
             std::hint::black_box(fused_loop(&lhs, &rhs, &bias, m, k, n));
         });
         let gflops = |time: Duration| 2.0 * (m * k * n) as f64 / time.as_secs_f64() / 1e9;
