@@ -186,6 +186,25 @@ impl Problem {
             + self.bias.max_abs()
     }
 
+    /// Asserts that `actual` is this problem's forward output within `tolerance` at
+    /// [`forward_scale`](Self::forward_scale), naming `what` and the data's `seed` when it is not.
+    pub fn assert_forward(
+        &self,
+        what: &str,
+        actual: &[f64],
+        tolerance: crate::Tolerance,
+        seed: u64,
+    ) {
+        crate::assert_close(
+            what,
+            actual,
+            &self.output.data,
+            tolerance,
+            self.forward_scale(),
+            seed,
+        );
+    }
+
     /// The ReLU mask an implementation's output implies, where the reference cannot decide.
     ///
     /// Where `|pre_activation|` is within `band` of 0, the sign at the storage precision is not

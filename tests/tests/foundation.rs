@@ -8,8 +8,8 @@ use burn::tensor::{DType, Device, Tensor};
 use common::{Op, forward_backward, runs, tensor, values};
 use fmar::{matmul_add_relu, matmul_add_relu_reference};
 use fmar_tests::{
-    HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, assert_close,
-    check_outcome, tf32_matmuls,
+    HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, check_outcome,
+    tf32_matmuls,
 };
 
 /// Checks `op`'s forward and gradients against the f64 reference.
@@ -118,13 +118,10 @@ fn forward_on_default_device_matches_without_autodiff() {
         tensor(&problem.rhs, &device, Precision::F32),
         tensor(&problem.bias, &device, Precision::F32),
     ));
-    let scale = Tolerance::matmul_scale(7, 1.0, 1.0) + 1.0;
-    assert_close(
+    problem.assert_forward(
         "default device forward",
         &out,
-        &problem.output.data,
         Tolerance::for_precision(Precision::F32),
-        scale,
         rng.seed(),
     );
 }

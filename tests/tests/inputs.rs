@@ -11,8 +11,8 @@ use fmar::{
     matmul_add_relu_reference_nd, try_matmul_add_relu, try_matmul_add_relu_nd,
 };
 use fmar_tests::{
-    HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, assert_close,
-    check_outcome, tf32_matmuls,
+    HostTensor, Outcome, Precision, Problem, Rng, Tolerance, Tolerances, check_outcome,
+    tf32_matmuls,
 };
 use std::sync::{Mutex, MutexGuard};
 
@@ -143,13 +143,10 @@ fn transposed_operands_are_read_in_place() {
         "fmar's kernel ran"
     );
     assert_eq!(diagnostics::input_copies(), copies, "no input was copied");
-    let scale = Tolerance::matmul_scale(24, 1.0, 1.0) + 1.0;
-    assert_close(
+    problem.assert_forward(
         "transposed",
         &out,
-        &problem.output.data,
         Tolerance::for_precision(Precision::F32),
-        scale,
         rng.seed(),
     );
 }
@@ -171,13 +168,10 @@ fn sliced_views_give_correct_results() {
         bias_full,
     );
     let out = values(matmul_add_relu_nd(lhs, rhs, bias));
-    let scale = Tolerance::matmul_scale(28, 1.0, 1.0) + 1.0;
-    assert_close(
+    problem.assert_forward(
         "sliced",
         &out,
-        &problem.output.data,
         Tolerance::for_precision(Precision::F32),
-        scale,
         rng.seed(),
     );
 }
@@ -468,13 +462,10 @@ fn reference_accepts_the_same_broadcast_bias() {
         tensor::<3>(&problem.rhs, &device, Precision::F32),
         tensor::<1>(&problem.bias, &device, Precision::F32),
     ));
-    let scale = Tolerance::matmul_scale(6, 1.0, 1.0) + 1.0;
-    assert_close(
+    problem.assert_forward(
         "reference nd",
         &out,
-        &problem.output.data,
         Tolerances::new(Precision::F32, tf32_matmuls()).forward,
-        scale,
         rng.seed(),
     );
 }
