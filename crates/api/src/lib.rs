@@ -241,11 +241,8 @@ fn max_allocation(device: &burn::tensor::Device) -> Option<u64> {
 /// (cached per dtype, size and layout), by a heuristic without it. `FMAR_KERNEL=<name>` or
 /// [`force_variant`](kernel::force_variant) pins one; a pinned variant that cannot run a problem
 /// on the device falls back to the default choice.
-pub mod kernel {
-    pub use fmar_backend_ext::kernel::{
-        Routine, TileKind, Variant, force_variant, forced_variant, last_launched_variant,
-    };
-}
+#[doc(inline)]
+pub use fmar_backend_ext::kernel;
 
 /// Counters that show which code path ran.
 pub mod diagnostics {
