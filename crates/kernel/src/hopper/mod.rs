@@ -85,8 +85,11 @@ pub(crate) fn launch(
         .hardware
         .num_streaming_multiprocessors
         .unwrap_or(1) as usize;
-    let Schedule { tile, splits } =
-        Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k);
+    let Schedule {
+        tile,
+        splits,
+        cubes_per_processor,
+    } = Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k);
     let split_k = splits > 1;
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
@@ -112,11 +115,11 @@ pub(crate) fn launch(
     let rhs_map = tensor_map(&ops.rhs, &plan.rhs, rhs_box, dtype);
     let out_map = tensor_map(&ops.out, &plan.out, [1, 64, CHUNK_COLS], dtype);
 
-    // Persistent: one cube per multiprocessor (a cube's shared memory fills one), each walking
-    // work items (tiles, or slices of tiles under split-K) until none are left.
+    // Persistent: one cube per multiprocessor (two under split-K, whose rings are shallower),
+    // each walking work items (tiles, or slices of tiles under split-K) until none are left.
     let out_len = dims.batch * dims.m * dims.n;
     let items = dims.m.div_ceil(tile.m) * dims.n.div_ceil(tile.n) * dims.batch * splits;
-    let cube_count = CubeCount::Static(items.min(processors) as u32, 1, 1);
+    let cube_count = CubeCount::Static(items.min(processors * cubes_per_processor) as u32, 1, 1);
     let address_type = ops
         .bias
         .required_address_type(dtype.size())

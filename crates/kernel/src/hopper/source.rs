@@ -5,7 +5,7 @@
 
 use super::kernel::KernelConfig;
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
-use super::plan::TileShape;
+use super::plan::{Schedule, TileShape};
 use super::split_k::{FINISH_UNITS, finish_split_k::FinishSplitK};
 use cubecl::Compiler;
 use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
@@ -134,7 +134,7 @@ fn finish_source(dtype: ElemType) -> String {
 /// Every compile-time configuration the launch can ask for.
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
-    for tile in TileShape::all() {
+    for tile in TileShape::all().chain([Schedule::split_tile()]) {
         for bits in 0..128u32 {
             let bit = |i: u32| bits & (1 << i) != 0;
             let config = KernelConfig {
@@ -147,9 +147,13 @@ fn configs() -> Vec<KernelConfig> {
                 bias_row_broadcast: bit(4),
                 split_k: bit(6),
             };
-            // Split-K runs 64 x 64 tiles and adds the bias in its second kernel.
-            let wanted =
-                !config.split_k || (tile.m, tile.n) == (64, 64) && !config.bias_row_broadcast;
+            // Split-K runs its own tile and ring, and adds the bias in its second kernel.
+            let split_tile = tile == Schedule::split_tile();
+            let wanted = if config.split_k {
+                split_tile && !config.bias_row_broadcast
+            } else {
+                !split_tile
+            };
             if wanted {
                 all.push(config);
             }
