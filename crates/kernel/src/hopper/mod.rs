@@ -126,13 +126,16 @@ pub(crate) fn launch(
         .max(AddressType::from_len(out_len * splits));
     // Split-K's partial sums, one `[batch, m, n]` f32 plane per slice. Without split-K the
     // kernel never touches its workspace argument, which then views the output's buffer.
-    let workspace = split_k.then(|| client.empty(out_len * splits * size_of::<f32>()));
-    let workspace_binding = |len: usize| TensorBinding {
-        handle: workspace
-            .as_ref()
-            .map_or_else(|| ops.out.handle.clone(), |h| h.clone().binding()),
+    let (workspace_handle, workspace_len) = if split_k {
+        let len = out_len * splits;
+        (client.empty(len * size_of::<f32>()).binding(), len)
+    } else {
+        (ops.out.handle.clone(), 1)
+    };
+    let workspace = TensorBinding {
+        handle: workspace_handle,
         strides: [1].into(),
-        shape: [len].into(),
+        shape: [workspace_len].into(),
         tiling: Tiling::default(),
     };
 
@@ -151,7 +154,7 @@ pub(crate) fn launch(
             rhs_map,
             ops.bias.clone().into_tensor_arg(),
             out_map,
-            workspace_binding(if split_k { out_len * splits } else { 1 }).into_tensor_arg(),
+            workspace.clone().into_tensor_arg(),
             dims.m as u32,
             dims.n as u32,
             dims.k as u32,
@@ -167,7 +170,7 @@ pub(crate) fn launch(
                 CubeCount::Static((out_len as u32).div_ceil(FINISH_UNITS), 1, 1),
                 CubeDim::new_1d(FINISH_UNITS),
                 address_type,
-                workspace_binding(out_len * splits).into_tensor_arg(),
+                workspace.into_tensor_arg(),
                 ops.bias.into_tensor_arg(),
                 ops.out.into_tensor_arg(),
                 dims.m as u32,
