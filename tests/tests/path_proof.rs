@@ -7,7 +7,9 @@ mod common;
 use burn::tensor::Device;
 use common::{forward_backward, tensor, values};
 use fmar::{diagnostics, matmul_add_relu, matmul_add_relu_reference};
-use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerance, assert_close};
+use fmar_tests::{
+    HostTensor, Precision, Problem, Rng, Tolerance, Tolerances, assert_close, tf32_matmuls,
+};
 use std::sync::{Mutex, MutexGuard};
 
 static COUNTER_LOCK: Mutex<()> = Mutex::new(());
@@ -57,11 +59,12 @@ fn fused_path_runs_fmar_kernel_lazily_and_reference_does_not() {
         "reading the result runs fmar's kernel exactly once"
     );
     let scale = Tolerance::matmul_scale(5, 1.0, 1.0) + 1.0;
+    // Both sides may round their f32 products to TF32 (CUDA's tensor cores).
     assert_close(
         "fused vs reference",
         &fused,
         &reference,
-        Tolerance::for_precision(Precision::F32),
+        Tolerances::new(Precision::F32, tf32_matmuls()).forward,
         scale,
         rng.seed(),
     );
@@ -90,4 +93,49 @@ fn autodiff_path_runs_fmar_kernel() {
         Precision::F32,
     );
     assert_eq!(diagnostics::kernel_launches(), before + 1);
+}
+
+/// The backward's two gradient products (`grad @ rhsᵀ` and `lhsᵀ @ grad`, here with a weight
+/// shared by the batch) run on fmar's Hopper kernel on a Hopper GPU, and on the backend's own
+/// matmul elsewhere. The gradients match the f64 reference either way.
+#[test]
+fn backward_products_run_on_the_hopper_kernel_exactly_on_hopper() {
+    let _guard = counter_lock();
+    let device = Device::default();
+    let hopper = is_hopper(&device);
+    // The Hopper kernel runs half precisions; bf16 is absent on wgpu's WGSL compiler.
+    let precision = if hopper {
+        Precision::BF16
+    } else {
+        Precision::F16
+    };
+    if !common::runs(precision) {
+        return;
+    }
+    let mut rng = Rng::fresh();
+    let before = diagnostics::gradient_product_launches();
+    common::check_random_nd::<3, 1>(
+        "backward products",
+        (&[2, 136, 72], &[1, 72, 200], &[200]),
+        precision,
+        &device.clone().autodiff(),
+        &mut rng,
+    );
+    let ran = diagnostics::gradient_product_launches() - before;
+    assert_eq!(
+        ran,
+        if hopper { 2 } else { 0 },
+        "gradient products on fmar's Hopper kernel (Hopper device: {hopper})"
+    );
+}
+
+/// Whether `device` is a CUDA GPU of compute capability 9.0, as cubecl-cuda names it.
+fn is_hopper(device: &Device) -> bool {
+    match device.as_dispatch().clone().inner() {
+        burn::backend::DispatchDevice::Cube(device) => {
+            device.client().properties().identity.fingerprint == "ptx_sm90"
+        }
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
 }

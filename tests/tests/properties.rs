@@ -213,6 +213,7 @@ fn random_cases_match_the_f64_reference() {
         .into_iter()
         .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))
         .collect();
+    let products_before = fmar::diagnostics::gradient_product_launches();
     for_random_cases(48, precisions, |case| {
         let launches = fmar::diagnostics::kernel_launches();
         check_case(case);
@@ -237,6 +238,10 @@ fn random_cases_match_the_f64_reference() {
     for (key, count) in TALLY.lock().unwrap().iter() {
         println!("  {key}: {count}");
     }
+    println!(
+        "  gradient products on fmar's Hopper kernel: {}",
+        fmar::diagnostics::gradient_product_launches() - products_before
+    );
 }
 
 /// Zero-size dims through every path: `k = 0` gives `relu(bias)` and zero matmul gradients, an

@@ -31,10 +31,11 @@
 //! ```
 
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::ops::FloatTensorOps;
 use burn::backend::{Autodiff, Dispatch, Flex, backend_extension, tensor::FloatTensor};
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
-use fmar_fusion_meta::{Input, check_call, output_dtype, output_shape};
+use fmar_fusion_meta::{Input, check_call, matmul_shape, output_dtype, output_shape};
 
 pub use device::{
     Adapter, DEVICE_VARIABLE, DeviceChoice, Probe, Runtime, choose, default_device, device_names,
@@ -70,6 +71,15 @@ pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self>;
+
+    /// `lhs @ rhs` with broadcast batch dims: the backward's gradient products (`grad @ rhsᵀ`,
+    /// `lhsᵀ @ grad`, transposes as views). On `CubeBackend` it runs on fmar's Hopper kernel
+    /// where that kernel runs (a Hopper GPU, `f16` and `bf16`), else on the backend's own
+    /// matmul, as on every other backend.
+    ///
+    /// Panics on invalid inputs, like the backend's own matmul.
+    #[fusion(dtype = lhs, shape = matmul_shape(lhs, rhs))]
+    fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
 /// One impl for every CubeCL runtime: a tensor's device says which one it runs on.
@@ -80,6 +90,10 @@ impl FusedMatmulAddReluBackend for CubeBackend {
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
         fmar_backend_ext::fused_matmul_add_relu(lhs, rhs, bias)
+    }
+
+    fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        fmar_backend_ext::matmul(lhs, rhs)
     }
 }
 
@@ -94,6 +108,10 @@ impl FusedMatmulAddReluBackend for Flex {
     ) -> FloatTensor<Self> {
         fmar_backend_ext::composed_matmul_add_relu::<Flex>(lhs, rhs, bias)
     }
+
+    fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        <Flex as FloatTensorOps<Flex>>::float_matmul(lhs, rhs)
+    }
 }
 
 /// The handwritten backward pass, around whichever inner backend runs the forward.
@@ -105,7 +123,19 @@ impl<B: FusedMatmulAddReluBackend, C: CheckpointStrategy> FusedMatmulAddReluBack
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        fmar_autodiff::fused_matmul_add_relu::<B, C>(lhs, rhs, bias, B::fused_matmul_add_relu)
+        fmar_autodiff::fused_matmul_add_relu::<B, C>(
+            lhs,
+            rhs,
+            bias,
+            B::fused_matmul_add_relu,
+            B::gradient_matmul,
+        )
+    }
+
+    /// Burn's differentiable matmul: fmar's backward calls the inner backend's
+    /// `gradient_matmul`, never this one.
+    fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        <Self as FloatTensorOps<Self>>::float_matmul(lhs, rhs)
     }
 }
 
@@ -252,6 +282,12 @@ pub mod diagnostics {
     /// is read back), so the count moves then, not at the call.
     pub fn kernel_launches() -> u64 {
         fmar_backend_ext::kernel_launches()
+    }
+
+    /// How many of the backward's gradient products ran on fmar's Hopper kernel (the others
+    /// ran on the backend's own matmul).
+    pub fn gradient_product_launches() -> u64 {
+        fmar_backend_ext::product_launches()
     }
 
     /// How many inputs fmar copied before a launch. Strided views (transposes, slices,

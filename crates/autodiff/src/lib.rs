@@ -21,8 +21,13 @@ pub type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimiti
 /// The inner backend's fused forward, `relu(lhs @ rhs + bias)`.
 pub type Forward<B> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
 
+/// The inner backend's matmul for the gradient products, `lhs @ rhs` with broadcast batch dims
+/// (fmar's own where it has one, else the backend's).
+pub type Matmul<B> = fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
+
 /// `relu(lhs @ rhs + bias)` on the autodiff backend `Autodiff<B, C>`: runs `forward` on the inner
-/// backend and, when any input is tracked, registers the backward step.
+/// backend and, when any input is tracked, registers the backward step, whose gradient products
+/// run through `matmul`.
 ///
 /// The operation is marked compute bound, so Burn's checkpointing keeps its state rather than
 /// recomputing the matmul. Only what the tracked inputs' gradients need is kept: `rhs` when
@@ -32,6 +37,7 @@ pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
     rhs: FloatTensor<Autodiff<B, C>>,
     bias: FloatTensor<Autodiff<B, C>>,
     forward: Forward<B>,
+    matmul: Matmul<B>,
 ) -> FloatTensor<Autodiff<B, C>> {
     let lhs_tracked = lhs.is_tracked();
     let rhs_tracked = rhs.is_tracked();
@@ -60,6 +66,7 @@ pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
                 rhs: rhs_id,
                 output: output.clone(),
                 shapes,
+                matmul,
             };
             prep.finish(state, output)
         }
@@ -81,7 +88,7 @@ struct OperandShapes {
 
 /// What the backward pass needs from the forward.
 #[derive(Debug, Clone)]
-struct BackwardState<T> {
+struct BackwardState<T, M> {
     /// Checkpointed `lhs`, present when `rhs`'s gradient is needed.
     lhs: Option<NodeId>,
     /// Checkpointed `rhs`, present when `lhs`'s gradient is needed.
@@ -89,13 +96,15 @@ struct BackwardState<T> {
     /// The forward output; only its sign (the ReLU mask) is read.
     output: T,
     shapes: OperandShapes,
+    /// The gradient products' matmul.
+    matmul: M,
 }
 
 #[derive(Debug)]
 struct FusedMatmulAddReluBackward;
 
 impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
-    type State = BackwardState<FloatTensor<B>>;
+    type State = BackwardState<FloatTensor<B>, Matmul<B>>;
 
     fn backward(
         self,
@@ -132,7 +141,8 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                     .rhs
                     .expect("rhs is checkpointed whenever lhs is tracked"),
             );
-            let grad_lhs = matmul_or_zeros::<B>(grad_pre_relu.clone(), B::float_transpose(rhs));
+            let grad_lhs =
+                matmul_or_zeros::<B>(grad_pre_relu.clone(), B::float_transpose(rhs), state.matmul);
             grads.register::<B>(node.id, broadcast_shape::<B>(grad_lhs, &shapes.lhs));
         }
         if let Some(node) = node_rhs {
@@ -141,8 +151,8 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                     .lhs
                     .expect("lhs is checkpointed whenever rhs is tracked"),
             );
-            let grad_rhs = matmul_or_zeros::<B>(B::float_transpose(lhs), grad_pre_relu.clone());
-            grads.register::<B>(node.id, broadcast_shape::<B>(grad_rhs, &shapes.rhs));
+            let grad_rhs = grad_of_rhs::<B>(lhs, grad_pre_relu.clone(), &shapes.rhs, state.matmul);
+            grads.register::<B>(node.id, grad_rhs);
         }
         if let Some(node) = node_bias {
             grads.register::<B>(node.id, sum_to_shape::<B>(grad_pre_relu, &shapes.bias));
@@ -159,10 +169,44 @@ fn zeros_like<B: Backend>(like: &FloatTensor<B>, shape: Shape) -> FloatTensor<B>
     B::float_from_data(data, &like.device())
 }
 
-/// `lhs @ rhs` with batch broadcasting. When either operand is empty (the inner dim is 0, or
-/// the product itself is empty) the result is zeros of the product's shape, made without a
-/// matmul launch: Burn's matmul is not safe on empty operands.
-fn matmul_or_zeros<B: Backend>(lhs: FloatTensor<B>, rhs: FloatTensor<B>) -> FloatTensor<B> {
+/// `lhsᵀ @ grad` reduced to `rhs_shape`. When `rhs` is shared by every batch (its batch dims are
+/// all 1, as a `Linear` weight is), the batch is folded into the product's inner dim instead:
+/// `lhs` `[B.., m, k]` read as `[1.., B m, k]` and `grad` as `[1.., B m, n]`, so one product
+/// sums over the batch as it goes, with no `[B.., k, n]` intermediate and no reduction after it.
+/// (The reshapes are free for contiguous tensors, which a forward input and `grad` usually
+/// are.)
+fn grad_of_rhs<B: Backend>(
+    lhs: FloatTensor<B>,
+    grad: FloatTensor<B>,
+    rhs_shape: &Shape,
+    matmul: Matmul<B>,
+) -> FloatTensor<B> {
+    let (lhs_shape, grad_shape) = (lhs.shape(), grad.shape());
+    let rank = grad_shape.num_dims();
+    let batch: usize = grad_shape[..rank - 2].iter().product();
+    let shared_rhs = rhs_shape.num_dims() == rank && rhs_shape[..rank - 2].iter().all(|&d| d == 1);
+    if shared_rhs && batch > 1 && lhs_shape[..rank - 2] == grad_shape[..rank - 2] {
+        let folded = |shape: &Shape, cols: usize| {
+            let mut dims = vec![1; rank - 2];
+            dims.extend([batch * shape[rank - 2], cols]);
+            Shape::from(dims)
+        };
+        let lhs = B::float_reshape(lhs, folded(&lhs_shape, lhs_shape[rank - 1]));
+        let grad = B::float_reshape(grad, folded(&grad_shape, grad_shape[rank - 1]));
+        return matmul_or_zeros::<B>(B::float_transpose(lhs), grad, matmul);
+    }
+    let grad_rhs = matmul_or_zeros::<B>(B::float_transpose(lhs), grad, matmul);
+    broadcast_shape::<B>(grad_rhs, rhs_shape)
+}
+
+/// `lhs @ rhs` with batch broadcasting, through `matmul`. When either operand is empty (the
+/// inner dim is 0, or the product itself is empty) the result is zeros of the product's shape,
+/// made without a matmul launch: Burn's matmul is not safe on empty operands.
+fn matmul_or_zeros<B: Backend>(
+    lhs: FloatTensor<B>,
+    rhs: FloatTensor<B>,
+    matmul: Matmul<B>,
+) -> FloatTensor<B> {
     let (lhs_shape, rhs_shape) = (lhs.shape(), rhs.shape());
     if lhs_shape.num_elements() == 0 || rhs_shape.num_elements() == 0 {
         let rank = lhs_shape.num_dims();
@@ -175,7 +219,7 @@ fn matmul_or_zeros<B: Backend>(lhs: FloatTensor<B>, rhs: FloatTensor<B>) -> Floa
         shape.extend([lhs_shape[rank - 2], rhs_shape[rank - 1]]);
         return zeros_like::<B>(&lhs, Shape::from(shape));
     }
-    B::float_matmul(lhs, rhs)
+    matmul(lhs, rhs)
 }
 
 /// Sums `grad` (in the output's shape) down to `shape`, which broadcast to it from the right:

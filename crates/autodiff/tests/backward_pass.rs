@@ -52,7 +52,13 @@ fn run<C: CheckpointStrategy>(
     let lhs = input(&problem.lhs, tracked[0]);
     let rhs = input(&problem.rhs, tracked[1]);
     let bias = input(&problem.bias, tracked[2]);
-    let out = fused_matmul_add_relu::<Inner, C>(lhs.clone(), rhs.clone(), bias.clone(), composed);
+    let out = fused_matmul_add_relu::<Inner, C>(
+        lhs.clone(),
+        rhs.clone(),
+        bias.clone(),
+        composed,
+        Inner::float_matmul,
+    );
     let loss = Ad::<C>::float_sum(Ad::<C>::float_mul(out.clone(), upload::<Ad<C>>(upstream)));
     let mut grads = Ad::<C>::backward(loss);
     Outcome {
@@ -89,6 +95,9 @@ fn all_three_gradients_match_f64() {
 fn broadcast_batches_reduce_their_gradients() {
     check::<NoCheckpointing>(&[1, 9, 4], &[3, 4, 6], &[3, 9, 6], [true; 3]);
     check::<NoCheckpointing>(&[3, 9, 4], &[1, 4, 6], &[3, 9, 6], [true; 3]);
+    // A weight shared by every batch: its gradient is one product over the folded batch.
+    check::<NoCheckpointing>(&[2, 3, 5, 4], &[1, 1, 4, 6], &[6], [true; 3]);
+    check::<NoCheckpointing>(&[2, 3, 5, 4], &[2, 1, 4, 6], &[6], [true; 3]);
 }
 
 #[test]

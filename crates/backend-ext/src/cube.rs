@@ -4,17 +4,19 @@
 
 use burn::backend::Backend;
 use burn::backend::cubecl::dtype_to_storage_type;
+use burn::tensor::DType;
 use burn::tensor::Shape;
 use burn_cubecl::CubeBackend;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::TensorBinding;
-use fmar_fusion_meta::{Error, Input, OP_NAME, OutputMeta, check_call};
+use fmar_fusion_meta::{Error, Input, OP_NAME, OutputMeta, check_call, matmul_shape};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static INPUT_COPIES: AtomicU64 = AtomicU64::new(0);
+static PRODUCT_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
 /// How many fused forwards this process has handed to the kernel crate.
 ///
@@ -29,6 +31,12 @@ pub fn kernel_launches() -> u64 {
 /// Burn's matmuls write), which have no row-major strides to read through.
 pub fn input_copies() -> u64 {
     INPUT_COPIES.load(Ordering::SeqCst)
+}
+
+/// How many plain products ([`matmul`]) this process has run on fmar's Hopper kernel, rather
+/// than on Burn's matmul.
+pub fn product_launches() -> u64 {
+    PRODUCT_LAUNCHES.load(Ordering::SeqCst)
 }
 
 /// `relu(lhs @ rhs + bias)` on a CubeCL device, in one kernel, or the reason it cannot run.
@@ -96,6 +104,61 @@ pub fn try_fused_matmul_add_relu(
 /// [`try_fused_matmul_add_relu`], panicking with the error's message.
 pub fn fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor) -> CubeTensor {
     try_fused_matmul_add_relu(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// `lhs @ rhs` with broadcast batch dims, for the backward's gradient products: on fmar's Hopper
+/// kernel where it runs (a Hopper GPU, `f16` or `bf16` operands whose strides the TMA engine can
+/// follow, transposed views included), else on Burn's own matmul. The operands are valid
+/// (the forward checked them); a product with no elements, or `k = 0`, goes to Burn's matmul,
+/// as does a storage-tiled operand.
+pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
+    let out_shape = matmul_shape(lhs.meta.shape(), rhs.meta.shape());
+    let rank = out_shape.num_dims();
+    let k = lhs.meta.shape()[rank - 1];
+    let dtype = lhs.dtype;
+    let worth_trying = matches!(dtype, DType::F16 | DType::BF16)
+        && out_shape.num_elements() > 0
+        && k > 0
+        && !lhs.meta.is_tiled()
+        && !rhs.meta.is_tiled()
+        && fmar_kernel::product_device_unavailability(&lhs.client).is_none();
+    if worth_trying {
+        let output = empty_device_contiguous_dtype(
+            lhs.client.clone(),
+            lhs.device.clone(),
+            out_shape.clone(),
+            dtype,
+        );
+        let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
+        let batch = &out_shape[..rank - 2];
+        let with_batch =
+            |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
+        let operands = fmar_kernel::ProductOperands {
+            lhs: broadcast_view(lhs.clone().binding(), &with_batch([m, k])),
+            rhs: broadcast_view(rhs.clone().binding(), &with_batch([k, n])),
+            out: output.clone().binding(),
+        };
+        match fmar_kernel::launch_product(&output.client, operands, dtype_to_storage_type(dtype)) {
+            Ok(()) => {
+                PRODUCT_LAUNCHES.fetch_add(1, Ordering::SeqCst);
+                return output;
+            }
+            // A layout the TMA engine cannot read: Burn's matmul runs it.
+            Err(error) if error.is_variant_specific() => {}
+            Err(error) => {
+                panic!("{OP_NAME}: internal error, the kernel refused a gradient product: {error}")
+            }
+        }
+    }
+    backend_matmul::<CubeBackend>(lhs, rhs)
+}
+
+/// The backend's own matmul.
+fn backend_matmul<B: Backend>(
+    lhs: <B as burn::backend::BackendTypes>::FloatTensorPrimitive,
+    rhs: <B as burn::backend::BackendTypes>::FloatTensorPrimitive,
+) -> <B as burn::backend::BackendTypes>::FloatTensorPrimitive {
+    B::float_matmul(lhs, rhs)
 }
 
 /// The tensor's binding, copying only a storage-tiled tensor (see [`input_copies`]).

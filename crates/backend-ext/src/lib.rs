@@ -1,7 +1,8 @@
 //! fmar's forward passes, one per backend family: on Burn's `CubeBackend` (every CubeCL runtime:
 //! CUDA, wgpu, ...) the fused kernel, and on any other backend (Burn's pure-Rust `Flex`, the
 //! CPU fallback) the same function composed from the backend's own operations. Each checks the
-//! operands' device, dtype and shapes first.
+//! operands' device, dtype and shapes first. On `CubeBackend` it also runs the backward's
+//! gradient products ([`matmul`]) on fmar's Hopper kernel where it can.
 //!
 //! Layer 1 of fmar (beside `fmar-autodiff`, its sibling): it depends on `fmar-kernel` (the
 //! launch) and `fmar-fusion-meta` (the rules and the error type), and re-exports the kernel's
@@ -22,4 +23,7 @@ pub mod kernel {
 }
 
 pub use composed::{composed_matmul_add_relu, try_composed_matmul_add_relu};
-pub use cube::{fused_matmul_add_relu, input_copies, kernel_launches, try_fused_matmul_add_relu};
+pub use cube::{
+    fused_matmul_add_relu, input_copies, kernel_launches, matmul, product_launches,
+    try_fused_matmul_add_relu,
+};

@@ -183,6 +183,12 @@ pub fn output_shape(lhs: &Shape, rhs: &Shape, bias: &Shape) -> Shape {
     try_output_shape(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
 }
 
+/// [`try_matmul_shape`], panicking with the error's message: the Fusion annotation of the
+/// backward's gradient products calls it on shapes the forward already checked.
+pub fn matmul_shape(lhs: &Shape, rhs: &Shape) -> Shape {
+    try_matmul_shape(lhs, rhs).unwrap_or_else(|error| panic!("{error}"))
+}
+
 /// The shape of `lhs @ rhs` with broadcast batch dims, or why there is none.
 pub fn try_matmul_shape(lhs: &Shape, rhs: &Shape) -> Result<Shape, Error> {
     let rank = lhs.num_dims();

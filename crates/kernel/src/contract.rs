@@ -18,6 +18,19 @@ pub struct Operands {
     pub out: TensorBinding,
 }
 
+/// The tensors of one plain product `out = lhs @ rhs`
+/// ([`launch_product`](crate::launch_product)), laid out as the [crate-level contract](crate)
+/// says for the fused launch's `lhs`, `rhs` and `out`.
+#[derive(Debug, Clone)]
+pub struct ProductOperands {
+    /// Left matrix operand, `[B.., m, k]`.
+    pub lhs: TensorBinding,
+    /// Right matrix operand, `[B.., k, n]`.
+    pub rhs: TensorBinding,
+    /// The output, `[B.., m, n]`, contiguous.
+    pub out: TensorBinding,
+}
+
 /// The sizes of a problem that passed [`check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Dims {

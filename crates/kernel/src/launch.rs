@@ -1,8 +1,11 @@
 //! The launch facade: [`launch`] (the variant the crate picks), [`launch_variant`] (a given
-//! one), and `run_checked`, which both end in once the contract holds.
+//! one), and `run_checked`, which both end in once the contract holds; and [`launch_product`],
+//! the plain product `lhs @ rhs` on the Hopper kernel, and [`product_device_unavailability`].
 
 use crate::contract::{self, Dims};
-use crate::{LaunchError, Operands, Variant, accelerated, hopper, naive, selection, tiled};
+use crate::{
+    LaunchError, Operands, ProductOperands, Variant, accelerated, hopper, naive, selection, tiled,
+};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 
@@ -63,10 +66,53 @@ pub(crate) fn run_checked(
             Variant::Naive => naive::launch(client, operands, dtype),
             Variant::Tiled => tiled::launch(client, operands, dtype),
             Variant::Accelerated(routine) => accelerated::launch(client, operands, dtype, routine)?,
-            Variant::Hopper => hopper::launch(client, operands, dtype, dims)?,
+            Variant::Hopper => {
+                hopper::launch(client, operands, dtype, dims, hopper::Epilogue::BiasRelu)?
+            }
         }
         variant
     };
     selection::record_launch(ran);
     Ok(())
+}
+
+/// Launches the plain product `out = lhs @ rhs` (no bias, no ReLU) on fmar's Hopper kernel: the
+/// backward's gradient products, `grad @ rhsᵀ` and `lhsᵀ @ grad`, whose transposes are views
+/// read through their strides.
+///
+/// The operands follow the [launch contract](crate) without the bias. Only the Hopper kernel
+/// runs plain products: where it cannot (another device, an `f32` product, a layout the TMA
+/// engine cannot read, `k = 0`), this returns [`LaunchError::Unavailable`] and launches
+/// nothing, and the caller runs its own matmul. An output with no elements launches nothing.
+pub fn launch_product(
+    client: &Client,
+    operands: ProductOperands,
+    dtype: ElemType,
+) -> Result<(), LaunchError> {
+    // The fused contract's checks, with the output standing in for the bias (same shape, in
+    // bounds); the plain kernel never reads it.
+    let operands = Operands {
+        lhs: operands.lhs,
+        rhs: operands.rhs,
+        bias: operands.out.clone(),
+        out: operands.out,
+    };
+    let dims = contract::check(&operands, dtype)?;
+    if dims.is_empty() {
+        return Ok(());
+    }
+    if dims.k == 0 {
+        return Err(LaunchError::Unavailable {
+            variant: Variant::Hopper,
+            reason: "k = 0: the product is zeros, with nothing for the TMA engine to read".into(),
+        });
+    }
+    hopper::launch(client, operands, dtype, dims, hopper::Epilogue::Plain)
+}
+
+/// Why [`launch_product`] can run nothing on `client`'s device, whatever the operands (not a
+/// Hopper GPU, or not through cubecl's CUDA C++ compiler); `None` when it may run, subject to
+/// the operands' dtype and layout. Lets a caller skip preparing an output it would not use.
+pub fn product_device_unavailability(client: &Client) -> Option<&'static str> {
+    hopper::device_unavailability(client)
 }

@@ -9,8 +9,8 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `launch` | the facade: [`launch`], [`launch_variant`] |
-//! | `contract` | [`Operands`] and the host-side checks of the contract below |
+//! | `launch` | the facade: [`launch`], [`launch_variant`]; [`launch_product`] for plain products |
+//! | `contract` | [`Operands`], [`ProductOperands`] and the host-side checks of the contract below |
 //! | [`error`] | [`LaunchError`] |
 //! | `variant` | [`Variant`], the implementations of the contract |
 //! | `common` | what fmar's own kernels share: Burn's ReLU, batch offsets, grid setup |
@@ -52,8 +52,8 @@ mod tiled;
 mod variant;
 
 pub use accelerated::{Routine, TileKind};
-pub use contract::Operands;
+pub use contract::{Operands, ProductOperands};
 pub use error::LaunchError;
-pub use launch::{launch, launch_variant};
+pub use launch::{launch, launch_product, launch_variant, product_device_unavailability};
 pub use selection::{force_variant, forced_variant, last_launched_variant};
 pub use variant::Variant;

@@ -147,7 +147,7 @@ fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
 /// operands, and row-broadcast, per-batch and full biases.
 #[test]
 fn hopper_runs_exactly_where_the_device_has_it() {
-    use contract::{binding, client, download, elem_type, supports, upload};
+    use contract::{client, download, elem_type, supports};
     let client = client();
     let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
     // Shapes of lhs, rhs and bias; whether lhs is stored M-major and rhs K-major (else each is
@@ -189,44 +189,8 @@ fn hopper_runs_exactly_where_the_device_has_it() {
         for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major, rhs_k_major) in problems {
             let mut rng = Rng::fresh();
             let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
-            let out_shape = problem.output.shape.clone();
-            let rank = out_shape.len();
-            // Stored transposed and read back through swapped strides, or row-major.
-            let stored = |host: &fmar_tests::HostTensor, transposed: bool| {
-                if !transposed {
-                    return upload(&client, host, precision);
-                }
-                let (handle, mut strides) =
-                    upload(&client, &fmar_tests::layout::transposed(host), precision);
-                let r = strides.len();
-                strides.swap(r - 2, r - 1);
-                (handle, strides)
-            };
-            let (lhs, lhs_strides) = stored(&problem.lhs, lhs_m_major);
-            let (rhs, rhs_strides) = stored(&problem.rhs, rhs_k_major);
-            let (bias, bias_strides) = upload(&client, &problem.bias, precision);
-            let out_len: usize = out_shape.iter().product();
-            let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; out_len]));
-            let out_strides = fmar_tests::layout::contiguous_strides(&out_shape);
-            let with_k = |shape: &[usize], strides: &[usize], rows: usize, cols: usize| {
-                let mut target = out_shape.clone();
-                target[rank - 2] = rows;
-                target[rank - 1] = cols;
-                contract::expand(shape, strides, &target)
-            };
-            let k = problem.lhs.shape[problem.lhs.shape.len() - 1];
-            let (lhs_view, lhs_view_strides) =
-                with_k(&problem.lhs.shape, &lhs_strides, out_shape[rank - 2], k);
-            let (rhs_view, rhs_view_strides) =
-                with_k(&problem.rhs.shape, &rhs_strides, k, out_shape[rank - 1]);
-            let (bias_view, bias_view_strides) =
-                contract::expand(&problem.bias.shape, &bias_strides, &out_shape);
-            let operands = kernel::Operands {
-                lhs: binding(&lhs, &lhs_view, &lhs_view_strides),
-                rhs: binding(&rhs, &rhs_view, &rhs_view_strides),
-                bias: binding(&bias, &bias_view, &bias_view_strides),
-                out: binding(&out, &out_shape, &out_strides),
-            };
+            let (operands, out) =
+                hopper_operands(&client, &problem, precision, lhs_m_major, rhs_k_major);
             let result = kernel::launch_variant(
                 &client,
                 operands,
@@ -248,19 +212,149 @@ fn hopper_runs_exactly_where_the_device_has_it() {
                     rng.seed(),
                 );
             } else {
-                match result {
-                    Err(kernel::LaunchError::Unavailable { variant, reason }) => {
-                        assert_eq!(variant, kernel::Variant::Hopper);
-                        eprintln!("hopper is unavailable here, as expected: {reason}");
-                    }
-                    other => {
-                        panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}")
-                    }
-                }
+                expect_hopper_unavailable(result);
                 // One problem shows the decline.
                 return;
             }
         }
+    }
+}
+
+/// The plain product `lhs @ rhs` ([`kernel::launch_product`]) runs on the Hopper kernel where
+/// the device has it, and matches the f64 product (no bias, no ReLU: about half the sums are
+/// negative and must come back as they are); elsewhere it reports itself unavailable.
+///
+/// The problems are the backward's gradient products as fmar issues them: `grad @ rhsᵀ` (a
+/// row-major gradient, the weight read K-major through swapped strides), `lhsᵀ @ grad` (the
+/// input read M-major, the gradient N-major), with a batch, with the batch folded into `k`, and
+/// few enough rows that `k` is split across cubes.
+#[test]
+fn hopper_product_runs_exactly_where_the_device_has_it() {
+    use contract::{client, download, elem_type, supports};
+    let client = client();
+    let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
+    // Shapes of lhs and rhs; whether lhs is stored M-major and rhs K-major.
+    type ProductProblem = (&'static [usize], &'static [usize], bool, bool);
+    let problems: &[ProductProblem] = &[
+        // grad_lhs = grad @ rhsᵀ: grad [b, m, n], rhs [1, k, n] read as [1, n, k] (K-major).
+        (&[2, 200, 136], &[1, 136, 264], false, true),
+        // grad_rhs = lhsᵀ @ grad, the batch folded into k: lhs [b m, k] read as [k, b m].
+        (&[264, 400], &[400, 136], true, false),
+        // The same with a batch kept (a batched weight), ragged everywhere.
+        (&[2, 136, 72], &[2, 72, 200], true, false),
+        // Few rows: split-K.
+        (&[8, 4104], &[4104, 1000], false, true),
+    ];
+    let precisions: &[Precision] = if hopper_device {
+        &[Precision::BF16, Precision::F16]
+    } else {
+        &[Precision::F16]
+    };
+    for &precision in precisions {
+        if !should_run(precision, supports(precision)) {
+            continue;
+        }
+        for &(lhs_shape, rhs_shape, lhs_m_major, rhs_k_major) in problems {
+            let mut rng = Rng::fresh();
+            let lhs = fmar_tests::HostTensor::random(lhs_shape, &mut rng, precision);
+            let rhs = fmar_tests::HostTensor::random(rhs_shape, &mut rng, precision);
+            // A zero bias: the reference's pre-activation is the plain product.
+            let zero = fmar_tests::HostTensor::new(vec![1], vec![0.0]);
+            let problem = Problem::new(lhs, rhs, zero);
+            let (operands, out) =
+                hopper_operands(&client, &problem, precision, lhs_m_major, rhs_k_major);
+            let product = kernel::ProductOperands {
+                lhs: operands.lhs,
+                rhs: operands.rhs,
+                out: operands.out,
+            };
+            let result = kernel::launch_product(&client, product, elem_type(precision));
+            if hopper_device {
+                result.expect("the plain product must run on a Hopper device");
+                let got = download(&client, out, precision);
+                let expected = &problem.pre_activation.data;
+                assert!(
+                    expected.iter().filter(|&&x| x < 0.0).count() > expected.len() / 4,
+                    "the product has negative sums, which a ReLU would change"
+                );
+                assert_close(
+                    &format!(
+                        "hopper product {precision:?} lhs {lhs_shape:?} (M-major: \
+                         {lhs_m_major}) rhs {rhs_shape:?} (K-major: {rhs_k_major})"
+                    ),
+                    &got,
+                    expected,
+                    Tolerance::for_precision(precision),
+                    problem.forward_scale(),
+                    rng.seed(),
+                );
+            } else {
+                expect_hopper_unavailable(result);
+                return;
+            }
+        }
+    }
+}
+
+/// `problem`'s operands on the device as the Hopper tests store them (`lhs` M-major and `rhs`
+/// K-major when asked: stored transposed and read through swapped strides, else row-major),
+/// expanded to the output's batch, and the output's buffer (NaN-filled).
+fn hopper_operands(
+    client: &cubecl::client::Client,
+    problem: &Problem,
+    precision: Precision,
+    lhs_m_major: bool,
+    rhs_k_major: bool,
+) -> (kernel::Operands, cubecl::server::Handle) {
+    use contract::{binding, upload};
+    let out_shape = problem.output.shape.clone();
+    let rank = out_shape.len();
+    let stored = |host: &fmar_tests::HostTensor, transposed: bool| {
+        if !transposed {
+            return upload(client, host, precision);
+        }
+        let (handle, mut strides) =
+            upload(client, &fmar_tests::layout::transposed(host), precision);
+        let r = strides.len();
+        strides.swap(r - 2, r - 1);
+        (handle, strides)
+    };
+    let (lhs, lhs_strides) = stored(&problem.lhs, lhs_m_major);
+    let (rhs, rhs_strides) = stored(&problem.rhs, rhs_k_major);
+    let (bias, bias_strides) = upload(client, &problem.bias, precision);
+    let out_len: usize = out_shape.iter().product();
+    let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; out_len]));
+    let out_strides = fmar_tests::layout::contiguous_strides(&out_shape);
+    let with_k = |shape: &[usize], strides: &[usize], rows: usize, cols: usize| {
+        let mut target = out_shape.clone();
+        target[rank - 2] = rows;
+        target[rank - 1] = cols;
+        contract::expand(shape, strides, &target)
+    };
+    let k = problem.k();
+    let (lhs_view, lhs_view_strides) =
+        with_k(&problem.lhs.shape, &lhs_strides, out_shape[rank - 2], k);
+    let (rhs_view, rhs_view_strides) =
+        with_k(&problem.rhs.shape, &rhs_strides, k, out_shape[rank - 1]);
+    let (bias_view, bias_view_strides) =
+        contract::expand(&problem.bias.shape, &bias_strides, &out_shape);
+    let operands = kernel::Operands {
+        lhs: binding(&lhs, &lhs_view, &lhs_view_strides),
+        rhs: binding(&rhs, &rhs_view, &rhs_view_strides),
+        bias: binding(&bias, &bias_view, &bias_view_strides),
+        out: binding(&out, &out_shape, &out_strides),
+    };
+    (operands, out)
+}
+
+/// Off Hopper, the Hopper kernel declines with a reason.
+fn expect_hopper_unavailable(result: Result<(), kernel::LaunchError>) {
+    match result {
+        Err(kernel::LaunchError::Unavailable { variant, reason }) => {
+            assert_eq!(variant, kernel::Variant::Hopper);
+            eprintln!("hopper is unavailable here, as expected: {reason}");
+        }
+        other => panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}"),
     }
 }
 

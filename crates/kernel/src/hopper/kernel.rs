@@ -51,9 +51,28 @@ pub(crate) struct KernelConfig {
     /// shared memory once per tile.
     pub bias_row_broadcast: bool,
     /// Whether each cube sums one slice of `k` into the f32 workspace (split-K), leaving the
-    /// bias and the ReLU to [`finish_split_k`](super::split_k::finish_split_k), instead of
-    /// finishing its tiles itself.
+    /// epilogue to [`finish_split_k`](super::split_k::finish_split_k), instead of finishing
+    /// its tiles itself.
     pub split_k: bool,
+    /// What is done to the sums before they are stored.
+    pub epilogue: Epilogue,
+}
+
+/// What the kernel does with an output element's sum before it stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Epilogue {
+    /// `relu(sum + bias)`: the fused operation.
+    BiasRelu,
+    /// The sum alone: a plain product, such as the backward's gradient products. The bias
+    /// argument is never read.
+    Plain,
+}
+
+impl Epilogue {
+    /// Whether the bias is added and the ReLU applied.
+    pub const fn bias_relu(self) -> bool {
+        matches!(self, Self::BiasRelu)
+    }
 }
 
 impl KernelConfig {
@@ -384,7 +403,8 @@ fn tile_origin(
     (batch, row0, col0)
 }
 
-/// Adds the bias to the unit's accumulator elements, applies the ReLU, and stores the
+/// Adds the bias to the unit's accumulator elements and applies the ReLU (under
+/// [`Epilogue::BiasRelu`]; a plain product stores the sums as they are), and stores the
 /// warpgroup's 64 rows of the tile through shared memory in 64 x 64 chunks: the warpgroup
 /// writes a chunk into a 128-byte-swizzled buffer (the layout the output's tensor map reads)
 /// with `stmatrix`, then one unit has the TMA engine store it, which also clips the rows and
@@ -449,19 +469,23 @@ fn store_tile<E: Float, R: Size>(
                     let col = col0 + comptime![chunk * CHUNK_COLS] + chunk_col;
                     let nth = comptime![4 * (chunk * CHUNK_COLS / 8 + jj) + 2 * h + e];
                     let mut value = acc.extract(nth);
-                    if comptime![config.bias_row_broadcast] {
-                        let at = warpgroup as usize * comptime![config.tile.n]
-                            + comptime![chunk * CHUNK_COLS]
-                            + chunk_col;
-                        value += f32::cast_from(smem_bias[at]);
-                    } else {
-                        let row = row_base + local_row + comptime![8 * h];
-                        if row < m && col < n {
-                            value +=
-                                f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
+                    if comptime![config.epilogue.bias_relu()] {
+                        if comptime![config.bias_row_broadcast] {
+                            let at = warpgroup as usize * comptime![config.tile.n]
+                                + comptime![chunk * CHUNK_COLS]
+                                + chunk_col;
+                            value += f32::cast_from(smem_bias[at]);
+                        } else {
+                            let row = row_base + local_row + comptime![8 * h];
+                            if row < m && col < n {
+                                value += f32::cast_from(
+                                    bias[bias_offset + row * bias_sm + col * bias_sn],
+                                );
+                            }
                         }
+                        value = relu(value);
                     }
-                    values.insert(comptime![2 * j + e], relu(value));
+                    values.insert(comptime![2 * j + e], value);
                 }
             }
             // 128-byte swizzle: the 16-byte group of a line moves by the line's index modulo 8.

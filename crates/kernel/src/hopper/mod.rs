@@ -8,6 +8,9 @@
 //! | `kernel` | the `#[cube]` kernel: producer unit, consumer warpgroups, epilogue |
 //! | `split_k` | the second kernel of a split-K launch: slices summed, bias, ReLU |
 //!
+//! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
+//! the backward's gradient products use through [`launch_product`](crate::launch_product).
+//!
 //! It runs on CUDA devices of compute capability 9.0 (the kernel uses `wgmma`, which only the
 //! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
 //! whose strides the TMA engine can follow. Anywhere else it reports itself unavailable, and
@@ -26,6 +29,7 @@ use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
+pub(crate) use kernel::Epilogue;
 use kernel::{CHUNK_COLS, KernelConfig, fused_matmul_add_relu_hopper};
 use plan::{LhsMajor, MapLayout, PANEL, RhsMajor, Schedule, TILE_K};
 use split_k::{FINISH_UNITS, finish_split_k};
@@ -52,12 +56,14 @@ pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
     None
 }
 
-/// Runs the Hopper kernel on checked, non-empty operands with `k > 0`.
+/// Runs the Hopper kernel on checked, non-empty operands with `k > 0`. Under
+/// [`Epilogue::Plain`] the bias operand is never read (any binding of the output's shape).
 pub(crate) fn launch(
     client: &Client,
     ops: Operands,
     dtype: ElemType,
     dims: Dims,
+    epilogue: Epilogue,
 ) -> Result<(), LaunchError> {
     let unavailable = |reason: String| LaunchError::Unavailable {
         variant: Variant::Hopper,
@@ -100,8 +106,11 @@ pub(crate) fn launch(
         rhs_batched: plan.rhs.batched,
         bf16,
         // Split-K adds the bias in its second kernel.
-        bias_row_broadcast: !split_k && (ops.bias.strides[rank - 2] == 0 || dims.m == 1),
+        bias_row_broadcast: epilogue.bias_relu()
+            && !split_k
+            && (ops.bias.strides[rank - 2] == 0 || dims.m == 1),
         split_k,
+        epilogue,
     };
     let rhs_box = match plan.rhs_major {
         RhsMajor::N => [1, TILE_K, PANEL],
@@ -176,6 +185,7 @@ pub(crate) fn launch(
                 dims.m as u32,
                 dims.n as u32,
                 splits as u32,
+                epilogue,
                 dtype,
             );
         }

@@ -3,8 +3,8 @@
 //! With `FMAR_HOPPER_SOURCE_DIR` set, the sources are written there, to be compiled by NVRTC
 //! and `ptxas -arch=sm_90a -v` for the resource report and the SASS before a device run.
 
-use super::kernel::KernelConfig;
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
+use super::kernel::{Epilogue, KernelConfig};
 use super::plan::{Schedule, TileShape};
 use super::split_k::{FINISH_UNITS, finish_split_k::FinishSplitK};
 use cubecl::Compiler;
@@ -105,8 +105,8 @@ fn compile(definition: KernelDefinition, name: &str) -> String {
         .to_string()
 }
 
-/// The CUDA C++ of split-K's finishing kernel for `dtype`.
-fn finish_source(dtype: ElemType) -> String {
+/// The CUDA C++ of split-K's finishing kernel for `dtype` and `epilogue`.
+fn finish_source(dtype: ElemType, epilogue: Epilogue) -> String {
     let settings = KernelSettings::new(
         *CubeDim::new_1d(FINISH_UNITS),
         ExecutionMode::Unchecked,
@@ -126,16 +126,20 @@ fn finish_source(dtype: ElemType) -> String {
         (),
         (),
         (),
+        epilogue,
         dtype,
     );
-    compile(kernel.define(), &format!("finish_split_k {dtype:?}"))
+    compile(
+        kernel.define(),
+        &format!("finish_split_k {dtype:?} {epilogue:?}"),
+    )
 }
 
 /// Every compile-time configuration the launch can ask for.
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
     for tile in TileShape::all().chain([Schedule::split_tile()]) {
-        for bits in 0..128u32 {
+        for bits in 0..256u32 {
             let bit = |i: u32| bits & (1 << i) != 0;
             let config = KernelConfig {
                 tile,
@@ -146,14 +150,20 @@ fn configs() -> Vec<KernelConfig> {
                 bf16: bit(3),
                 bias_row_broadcast: bit(4),
                 split_k: bit(6),
+                epilogue: if bit(7) {
+                    Epilogue::Plain
+                } else {
+                    Epilogue::BiasRelu
+                },
             };
-            // Split-K runs its own tile and ring, and adds the bias in its second kernel.
+            // Split-K runs its own tile and ring, and adds the bias in its second kernel; a
+            // plain product reads no bias.
             let split_tile = tile == Schedule::split_tile();
             let wanted = if config.split_k {
                 split_tile && !config.bias_row_broadcast
             } else {
                 !split_tile
-            };
+            } && (config.epilogue.bias_relu() || !config.bias_row_broadcast);
             if wanted {
                 all.push(config);
             }
@@ -165,11 +175,17 @@ fn configs() -> Vec<KernelConfig> {
 #[test]
 fn split_k_finish_compiles_to_cuda_for_both_dtypes() {
     for kind in [FloatKind::BF16, FloatKind::F16] {
-        let source = finish_source(ElemType::Float(kind));
-        assert!(source.contains("finish_split_k"), "{source}");
-        if let Ok(dir) = std::env::var("FMAR_HOPPER_SOURCE_DIR") {
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(format!("{dir}/finish_split_k_{kind:?}.cu"), &source).unwrap();
+        for epilogue in [Epilogue::BiasRelu, Epilogue::Plain] {
+            let source = finish_source(ElemType::Float(kind), epilogue);
+            assert!(source.contains("finish_split_k"), "{source}");
+            if let Ok(dir) = std::env::var("FMAR_HOPPER_SOURCE_DIR") {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(
+                    format!("{dir}/finish_split_k_{kind:?}_{epilogue:?}.cu"),
+                    &source,
+                )
+                .unwrap();
+            }
         }
     }
 }
@@ -208,7 +224,7 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir).unwrap();
             let name = format!(
-                "hopper_{}x{}x{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}.cu",
+                "hopper_{}x{}x{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}{}.cu",
                 config.tile.m,
                 config.tile.n,
                 config.tile.stages,
@@ -222,6 +238,11 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
                     "full"
                 },
                 if config.split_k { "_splitk" } else { "" },
+                if config.epilogue.bias_relu() {
+                    ""
+                } else {
+                    "_plain"
+                },
             );
             std::fs::write(format!("{dir}/{name}"), &source).unwrap();
         }

@@ -1,15 +1,18 @@
 //! The second kernel of a split-K launch: each unit adds one output element's partial sums
-//! (one per slice of `k`, from the f32 workspace the Hopper kernel wrote), the bias through its
-//! broadcast view, applies the ReLU and writes the contiguous output.
+//! (one per slice of `k`, from the f32 workspace the Hopper kernel wrote), then, for the fused
+//! operation, the bias through its broadcast view and the ReLU, and writes the contiguous
+//! output.
 
+use super::kernel::Epilogue;
 use crate::common::{batch_offset, relu};
 use cubecl::prelude::*;
 
 /// Units per cube of [`finish_split_k`].
 pub(crate) const FINISH_UNITS: u32 = 256;
 
-/// `out[i] = relu(sum over s of workspace[s * len + i] + bias[i])`, `len` the output's length
-/// (`batch x m x n`, contiguous), for `i` the unit's absolute position.
+/// `out[i] = relu(sum over s of workspace[s * len + i] + bias[i])` (or the sum alone under
+/// [`Epilogue::Plain`]), `len` the output's length (`batch x m x n`, contiguous), for `i` the
+/// unit's absolute position.
 #[cube(launch_unchecked, address_type = "dynamic")]
 pub(crate) fn finish_split_k<E: Float>(
     workspace: &Tensor<f32>,
@@ -18,6 +21,7 @@ pub(crate) fn finish_split_k<E: Float>(
     m: u32,
     n: u32,
     splits: u32,
+    #[comptime] epilogue: Epilogue,
     #[define(E)] _dtype: ElemType,
 ) {
     let (m, n) = (m as usize, n as usize);
@@ -31,10 +35,13 @@ pub(crate) fn finish_split_k<E: Float>(
         for split in 0..splits as usize {
             sum += workspace[split * len + index];
         }
-        let rank = bias.rank();
-        let at = batch_offset::<E>(bias, batch)
-            + row * bias.stride(rank - 2)
-            + col * bias.stride(rank - 1);
-        out[index] = E::cast_from(relu(sum + f32::cast_from(bias[at])));
+        if comptime![epilogue.bias_relu()] {
+            let rank = bias.rank();
+            let at = batch_offset::<E>(bias, batch)
+                + row * bias.stride(rank - 2)
+                + col * bias.stride(rank - 1);
+            sum = relu(sum + f32::cast_from(bias[at]));
+        }
+        out[index] = E::cast_from(sum);
     }
 }
