@@ -102,6 +102,67 @@ fn half_precision_forward_and_gradients_match_f64_reference() {
     }
 }
 
+/// The three gradients against central finite differences of the loss `sum(out * upstream)`,
+/// in f32, through fmar's forward alone: a check of the backward that rests on no derivative
+/// formula. The weight is shared by the batch, so `rhs`'s gradient takes the folded-batch
+/// product. Inputs are drawn until every pre-activation is at least 0.05 from the ReLU's kink:
+/// a step of 0.01 in one input moves each pre-activation by at most 0.01 (every value lies in
+/// [-1, 1)), so no step crosses the kink, the loss is linear in each input, and the difference
+/// is exact up to f32 rounding (about 3e-4 here).
+///
+/// Skipped where f32 matmuls may use TF32 (CUDA): its rounding (about 1e-3 of a value) over a
+/// step of 0.01 would swamp the difference.
+#[test]
+fn gradients_match_finite_differences_in_f32() {
+    if tf32_matmuls() {
+        eprintln!("skipped: f32 products may round to TF32 on this runtime");
+        return;
+    }
+    let precision = Precision::F32;
+    let device = Device::default();
+    let mut rng = Rng::fresh();
+    let seed = rng.seed();
+    let problem = loop {
+        let problem = Problem::random(&[2, 3, 4], &[1, 4, 5], &[1, 1, 5], &mut rng, precision);
+        if problem.pre_activation.data.iter().all(|x| x.abs() >= 0.05) {
+            break problem;
+        }
+    };
+    let upstream = HostTensor::random(&problem.output.shape, &mut rng, precision);
+    let [_, grad_lhs, grad_rhs, grad_bias] =
+        forward_backward(matmul_add_relu, &problem, &upstream, &device, precision);
+    let loss = |inputs: &[HostTensor; 3]| -> f64 {
+        let [lhs, rhs, bias] = inputs
+            .each_ref()
+            .map(|host| tensor(host, &device, precision));
+        let out = values(matmul_add_relu(lhs, rhs, bias));
+        out.iter().zip(&upstream.data).map(|(o, u)| o * u).sum()
+    };
+    let step = 0.01;
+    for (operand, analytic) in [grad_lhs, grad_rhs, grad_bias].iter().enumerate() {
+        for (index, &backward) in analytic.iter().enumerate() {
+            let mut inputs = [
+                problem.lhs.clone(),
+                problem.rhs.clone(),
+                problem.bias.clone(),
+            ];
+            inputs[operand].data[index] += step;
+            let up = loss(&inputs);
+            inputs[operand].data[index] -= 2.0 * step;
+            let down = loss(&inputs);
+            let difference = (up - down) / (2.0 * step);
+            let bound = 2e-3 * (1.0 + backward.abs());
+            assert!(
+                (difference - backward).abs() <= bound,
+                "{} gradient at flat index {index}: backward {}, finite difference {difference} \
+                 (bound {bound}). Reproduce with FMAR_TEST_SEED={seed}",
+                ["lhs", "rhs", "bias"][operand],
+                backward,
+            );
+        }
+    }
+}
+
 #[test]
 fn forward_on_default_device_matches_without_autodiff() {
     let device = Device::default();
