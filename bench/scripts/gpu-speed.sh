@@ -25,9 +25,9 @@
 #
 # Environment: BENCH, PROPERTIES, OUT (output folder, default /tmp/fmar-out), TUNE_CACHE,
 # PROPS_VARIANTS (space-separated names; empty skips step 1), PROPS_CASES (cases per variant,
-# default 40), BENCH_DTYPES (default "bf16"), BENCH_ARGS (extra benchmark arguments, default
-# "--no-backward --budget-ms 150"), BENCH_LIMIT (seconds per dtype, default 240), ANCHOR (1 runs
-# step 3).
+# default 40), PROPS_LIMIT (seconds per variant, default 360), BENCH_DTYPES (default "bf16"),
+# BENCH_ARGS (extra benchmark arguments, default "--no-backward --budget-ms 150"), BENCH_LIMIT
+# (seconds per dtype, default 240), ANCHOR (1 runs step 3).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 absolute() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
@@ -55,7 +55,9 @@ step() { # name, time limit in seconds, then the command (run in $work)
 }
 
 for variant in ${PROPS_VARIANTS-}; do
-    step "props_$variant" 120 env FMAR_KERNEL="$variant" CUBECL_AUTOTUNE_LEVEL=minimal \
+    # A case costs 2-6 s on a fresh machine with `hopper` pinned: most of it compiles the kernel
+    # configurations its shapes and layouts need (the forward's and the backward's products).
+    step "props_$variant" "${PROPS_LIMIT:-360}" env FMAR_KERNEL="$variant" CUBECL_AUTOTUNE_LEVEL=minimal \
         FMAR_PROPTEST_CASES="${PROPS_CASES:-40}" "$properties" --test-threads 1 random
     grep -hE "test result|^  [A-Z0-9]+ fusion|panicked" "$out/props_$variant.log" | tail -n 6
 done
