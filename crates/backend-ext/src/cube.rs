@@ -4,6 +4,7 @@
 
 use burn::backend::Backend;
 use burn::backend::cubecl::dtype_to_storage_type;
+use burn::backend::ops::FloatTensorOps;
 use burn::tensor::DType;
 use burn::tensor::Shape;
 use burn_cubecl::CubeBackend;
@@ -79,16 +80,11 @@ pub fn try_fused_matmul_add_relu(
         return Ok(output);
     }
 
-    let rank = out_shape.num_dims();
-    let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
-    let k = lhs.meta.shape()[rank - 1];
-    let batch = &out_shape[..rank - 2];
-    let with_batch =
-        |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
     let client = output.client.clone();
+    let (lhs, rhs) = matmul_views(readable(lhs), readable(rhs), &out_shape);
     let operands = fmar_kernel::Operands {
-        lhs: broadcast_view(readable(lhs), &with_batch([m, k])),
-        rhs: broadcast_view(readable(rhs), &with_batch([k, n])),
+        lhs,
+        rhs,
         bias: broadcast_view(readable(bias), &out_shape),
         out: output.clone().binding(),
     };
@@ -129,13 +125,10 @@ pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
             out_shape.clone(),
             dtype,
         );
-        let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
-        let batch = &out_shape[..rank - 2];
-        let with_batch =
-            |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
+        let (lhs, rhs) = matmul_views(lhs.clone().binding(), rhs.clone().binding(), &out_shape);
         let operands = fmar_kernel::ProductOperands {
-            lhs: broadcast_view(lhs.clone().binding(), &with_batch([m, k])),
-            rhs: broadcast_view(rhs.clone().binding(), &with_batch([k, n])),
+            lhs,
+            rhs,
             out: output.clone().binding(),
         };
         match fmar_kernel::launch_product(&output.client, operands, dtype_to_storage_type(dtype)) {
@@ -150,15 +143,26 @@ pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
             }
         }
     }
-    backend_matmul::<CubeBackend>(lhs, rhs)
+    <CubeBackend as FloatTensorOps<CubeBackend>>::float_matmul(lhs, rhs)
 }
 
-/// The backend's own matmul.
-fn backend_matmul<B: Backend>(
-    lhs: <B as burn::backend::BackendTypes>::FloatTensorPrimitive,
-    rhs: <B as burn::backend::BackendTypes>::FloatTensorPrimitive,
-) -> <B as burn::backend::BackendTypes>::FloatTensorPrimitive {
-    B::float_matmul(lhs, rhs)
+/// `lhs` `[B.., m, k]` and `rhs` `[B.., k, n]` as the kernel contract wants them for an output
+/// of `out_shape`: each with the output's batch dims, broadcast ones read with stride 0.
+fn matmul_views(
+    lhs: TensorBinding,
+    rhs: TensorBinding,
+    out_shape: &Shape,
+) -> (TensorBinding, TensorBinding) {
+    let rank = out_shape.num_dims();
+    let (m, n) = (out_shape[rank - 2], out_shape[rank - 1]);
+    let k = lhs.shape[lhs.shape.len() - 1];
+    let with_batch = |tail: [usize; 2]| -> Vec<usize> {
+        out_shape[..rank - 2].iter().copied().chain(tail).collect()
+    };
+    (
+        broadcast_view(lhs, &with_batch([m, k])),
+        broadcast_view(rhs, &with_batch([k, n])),
+    )
 }
 
 /// The tensor's binding, copying only a storage-tiled tensor (see [`input_copies`]).

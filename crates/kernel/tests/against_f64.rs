@@ -147,7 +147,7 @@ fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
 /// operands, and row-broadcast, per-batch and full biases.
 #[test]
 fn hopper_runs_exactly_where_the_device_has_it() {
-    use contract::{client, download, elem_type, supports};
+    use contract::{client, download, elem_type};
     let client = client();
     let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
     // Shapes of lhs, rhs and bias; whether lhs is stored M-major and rhs K-major (else each is
@@ -177,15 +177,7 @@ fn hopper_runs_exactly_where_the_device_has_it() {
             false,
         ),
     ];
-    let precisions: &[Precision] = if hopper_device {
-        &[Precision::BF16, Precision::F16]
-    } else {
-        &[Precision::F16]
-    };
-    for &precision in precisions {
-        if !should_run(precision, supports(precision)) {
-            continue;
-        }
+    for precision in hopper_precisions(hopper_device) {
         for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major, rhs_k_major) in problems {
             let mut rng = Rng::fresh();
             let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
@@ -230,7 +222,7 @@ fn hopper_runs_exactly_where_the_device_has_it() {
 /// few enough rows that `k` is split across cubes.
 #[test]
 fn hopper_product_runs_exactly_where_the_device_has_it() {
-    use contract::{client, download, elem_type, supports};
+    use contract::{client, download, elem_type};
     let client = client();
     let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
     // Shapes of lhs and rhs; whether lhs is stored M-major and rhs K-major.
@@ -245,15 +237,7 @@ fn hopper_product_runs_exactly_where_the_device_has_it() {
         // Few rows: split-K.
         (&[8, 4104], &[4104, 1000], false, true),
     ];
-    let precisions: &[Precision] = if hopper_device {
-        &[Precision::BF16, Precision::F16]
-    } else {
-        &[Precision::F16]
-    };
-    for &precision in precisions {
-        if !should_run(precision, supports(precision)) {
-            continue;
-        }
+    for precision in hopper_precisions(hopper_device) {
         for &(lhs_shape, rhs_shape, lhs_m_major, rhs_k_major) in problems {
             let mut rng = Rng::fresh();
             let lhs = fmar_tests::HostTensor::random(lhs_shape, &mut rng, precision);
@@ -345,6 +329,21 @@ fn hopper_operands(
         out: binding(&out, &out_shape, &out_strides),
     };
     (operands, out)
+}
+
+/// The dtypes the Hopper tests run: both half precisions on a Hopper device; elsewhere f16
+/// alone (the decline is the same for both), where the device runs it.
+fn hopper_precisions(hopper_device: bool) -> Vec<Precision> {
+    let candidates: &[Precision] = if hopper_device {
+        &[Precision::BF16, Precision::F16]
+    } else {
+        &[Precision::F16]
+    };
+    candidates
+        .iter()
+        .copied()
+        .filter(|&precision| should_run(precision, contract::supports(precision)))
+        .collect()
 }
 
 /// Off Hopper, the Hopper kernel declines with a reason.
