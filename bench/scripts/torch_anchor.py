@@ -2,6 +2,7 @@
 Times forward and forward+backward with triton.testing.do_bench (median, ms) on fresh random data.
 
     OUT=results ANCHOR_COMPILE=0 python3 bench/scripts/torch_anchor.py
+    ANCHOR_DTYPES=f16,bf16 ANCHOR_SHAPES="1,4096,4096,4096;8,1024,1024,1024" python3 ...  # a subset
 
 Writes OUT/torch_anchor.json: one object per dtype (f32, tf32, f16, bf16) and shape (b, m, k, n)
 with, in ms, `unfused_ms` (bmm + add + relu), `baddbmm_relu_ms` (the bias folded into the GEMM,
@@ -27,6 +28,12 @@ SHAPES = [  # (batch, m, k, n)
     (1, 128, 4096, 4096),
 ]
 DTYPES = {"f32": torch.float32, "tf32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+# A subset, for a short run: ANCHOR_DTYPES (names above, comma-separated) and ANCHOR_SHAPES
+# (`b,m,k,n` separated by `;`), each in the order given.
+if os.environ.get("ANCHOR_DTYPES"):
+    DTYPES = {name: DTYPES[name] for name in os.environ["ANCHOR_DTYPES"].split(",")}
+if os.environ.get("ANCHOR_SHAPES"):
+    SHAPES = [tuple(int(x) for x in shape.split(",")) for shape in os.environ["ANCHOR_SHAPES"].split(";")]
 rows = []
 for dname, dt in DTYPES.items():
     torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
