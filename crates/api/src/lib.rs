@@ -31,11 +31,17 @@
 //! ```
 
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::fusion::custom::TensorSpec;
 use burn::backend::ops::FloatTensorOps;
-use burn::backend::{Autodiff, Dispatch, Flex, backend_extension, tensor::FloatTensor};
+use burn::backend::{
+    Autodiff, AutodiffBackend, Dispatch, Flex, backend_extension,
+    tensor::{FloatTensor, IntTensor},
+};
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
-use fmar_fusion_meta::{Input, check_call, matmul_shape, output_dtype, output_shape};
+use fmar_fusion_meta::{
+    Input, MASK_DTYPE, check_call, mask_shape, matmul_shape, output_dtype, output_shape,
+};
 
 pub use device::{
     Adapter, DEVICE_VARIABLE, DeviceChoice, Probe, Runtime, choose, default_device, device_names,
@@ -72,6 +78,31 @@ pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self>;
 
+    /// [`fused_matmul_add_relu`](Self::fused_matmul_add_relu) for a call whose backward will
+    /// run: the output, and its ReLU mask, one bit per element (`u32` words of shape
+    /// [`mask_shape`](fmar_fusion_meta::mask_shape) of the output), which the backward keeps
+    /// instead of the output. On `CubeBackend` the kernel's epilogue writes it on a Hopper GPU,
+    /// a light pass over the output elsewhere; on other backends it is packed on the host.
+    #[fusion(meta = keeping_mask_meta)]
+    fn fused_matmul_add_relu_keeping_mask(
+        lhs: FloatTensor<Self>,
+        rhs: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, IntTensor<Self>);
+
+    /// The backward's first step: `grad ⊙ mask` (the output gradient let through where the
+    /// forward's output was positive), in one pass over `grad`.
+    #[fusion(dtype = grad, shape = grad)]
+    fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self>;
+
+    /// [`masked_gradient`](Self::masked_gradient), and from the same reads its sum over every
+    /// dim but the last (`[n]`, in `grad`'s dtype): the gradient of a bias shared by every row.
+    #[fusion(meta = with_column_sums_meta)]
+    fn masked_gradient_with_column_sums(
+        grad: FloatTensor<Self>,
+        mask: IntTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>);
+
     /// `lhs @ rhs` with broadcast batch dims: the backward's gradient products (`grad @ rhsᵀ`,
     /// `lhsᵀ @ grad`, transposes as views). On `CubeBackend` it runs on fmar's Hopper kernel
     /// where that kernel runs (a Hopper GPU, `f16` and `bf16`), else on the backend's own
@@ -92,6 +123,25 @@ impl FusedMatmulAddReluBackend for CubeBackend {
         fmar_backend_ext::fused_matmul_add_relu(lhs, rhs, bias)
     }
 
+    fn fused_matmul_add_relu_keeping_mask(
+        lhs: FloatTensor<Self>,
+        rhs: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, IntTensor<Self>) {
+        fmar_backend_ext::fused_matmul_add_relu_keeping_mask(lhs, rhs, bias)
+    }
+
+    fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self> {
+        fmar_backend_ext::masked_gradient(grad, mask)
+    }
+
+    fn masked_gradient_with_column_sums(
+        grad: FloatTensor<Self>,
+        mask: IntTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        fmar_backend_ext::masked_gradient_with_column_sums(grad, mask)
+    }
+
     fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
         fmar_backend_ext::matmul(lhs, rhs)
     }
@@ -107,6 +157,26 @@ impl FusedMatmulAddReluBackend for Flex {
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
         fmar_backend_ext::composed_matmul_add_relu::<Flex>(lhs, rhs, bias)
+    }
+
+    fn fused_matmul_add_relu_keeping_mask(
+        lhs: FloatTensor<Self>,
+        rhs: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, IntTensor<Self>) {
+        fmar_backend_ext::composed_matmul_add_relu_keeping_mask::<Flex>(lhs, rhs, bias)
+    }
+
+    fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self> {
+        fmar_backend_ext::composed_masked_gradient::<Flex>(grad, mask, false).0
+    }
+
+    fn masked_gradient_with_column_sums(
+        grad: FloatTensor<Self>,
+        mask: IntTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (gated, sums) = fmar_backend_ext::composed_masked_gradient::<Flex>(grad, mask, true);
+        (gated, sums.expect("column sums were asked for"))
     }
 
     fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -127,9 +197,43 @@ impl<B: FusedMatmulAddReluBackend, C: CheckpointStrategy> FusedMatmulAddReluBack
             lhs,
             rhs,
             bias,
-            B::fused_matmul_add_relu,
-            B::gradient_matmul,
+            fmar_autodiff::InnerOps {
+                forward: B::fused_matmul_add_relu,
+                forward_keeping_mask: B::fused_matmul_add_relu_keeping_mask,
+                masked_gradient: B::masked_gradient,
+                masked_gradient_with_column_sums: B::masked_gradient_with_column_sums,
+                matmul: B::gradient_matmul,
+            },
         )
+    }
+
+    /// The inner backend's, on untracked tensors: fmar's backward calls the inner backend's
+    /// ops directly, never these.
+    fn fused_matmul_add_relu_keeping_mask(
+        lhs: FloatTensor<Self>,
+        rhs: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, IntTensor<Self>) {
+        let (output, mask) = B::fused_matmul_add_relu_keeping_mask(
+            Self::inner(lhs),
+            Self::inner(rhs),
+            Self::inner(bias),
+        );
+        (Self::from_inner(output), mask)
+    }
+
+    /// The inner backend's, on untracked tensors (see above).
+    fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self> {
+        Self::from_inner(B::masked_gradient(Self::inner(grad), mask))
+    }
+
+    /// The inner backend's, on untracked tensors (see above).
+    fn masked_gradient_with_column_sums(
+        grad: FloatTensor<Self>,
+        mask: IntTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (gated, sums) = B::masked_gradient_with_column_sums(Self::inner(grad), mask);
+        (Self::from_inner(gated), Self::from_inner(sums))
     }
 
     /// Burn's differentiable matmul: fmar's backward calls the inner backend's
@@ -137,6 +241,28 @@ impl<B: FusedMatmulAddReluBackend, C: CheckpointStrategy> FusedMatmulAddReluBack
     fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
         <Self as FloatTensorOps<Self>>::float_matmul(lhs, rhs)
     }
+}
+
+/// What Fusion records for [`FusedMatmulAddReluBackend::fused_matmul_add_relu_keeping_mask`]:
+/// the output's shape and dtype, and its mask's.
+fn keeping_mask_meta(
+    lhs: &TensorSpec,
+    rhs: &TensorSpec,
+    bias: &TensorSpec,
+) -> (TensorSpec, TensorSpec) {
+    let shape = output_shape(&lhs.shape, &rhs.shape, &bias.shape);
+    let mask = TensorSpec::new(mask_shape(&shape), MASK_DTYPE);
+    let dtype = output_dtype(lhs.dtype, rhs.dtype, bias.dtype);
+    (TensorSpec::new(shape, dtype), mask)
+}
+
+/// What Fusion records for
+/// [`FusedMatmulAddReluBackend::masked_gradient_with_column_sums`]: the gradient's shape, and
+/// `[n]`, both in its dtype.
+fn with_column_sums_meta(grad: &TensorSpec, _mask: &TensorSpec) -> (TensorSpec, TensorSpec) {
+    let n = grad.shape[grad.shape.num_dims() - 1];
+    let sums = TensorSpec::new(burn::tensor::Shape::from(vec![n]), grad.dtype);
+    (grad.clone(), sums)
 }
 
 /// `relu(lhs @ rhs + bias)` in one fused kernel, differentiable, on `Tensor<3>`s: the original

@@ -15,29 +15,83 @@ use burn_autodiff::grads::Gradients;
 use burn_autodiff::ops::{Backward, Ops, OpsKind, broadcast_shape};
 use burn_autodiff::{Autodiff, NodeId};
 
-/// A tensor primitive of backend `B`.
+/// A float tensor primitive of backend `B`.
 pub type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
+
+/// An integer tensor primitive of backend `B` (the ReLU mask's words).
+pub type IntTensor<B> = <B as burn::backend::BackendTypes>::IntTensorPrimitive;
 
 /// The inner backend's fused forward, `relu(lhs @ rhs + bias)`.
 pub type Forward<B> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
 
-/// The inner backend's matmul for the gradient products, `lhs @ rhs` with broadcast batch dims
-/// (fmar's own where it has one, else the backend's).
+/// The inner backend's fused forward of a tracked call: the output and its ReLU mask.
+pub type ForwardKeepingMask<B> =
+    fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> (FloatTensor<B>, IntTensor<B>);
+
+/// The inner backend's `grad ⊙ mask`.
+pub type MaskedGradient<B> = fn(FloatTensor<B>, IntTensor<B>) -> FloatTensor<B>;
+
+/// The inner backend's `grad ⊙ mask` with its column sums.
+pub type MaskedGradientWithColumnSums<B> =
+    fn(FloatTensor<B>, IntTensor<B>) -> (FloatTensor<B>, FloatTensor<B>);
+
+/// The inner backend's operations that the forward and the backward run.
+pub struct InnerOps<B: Backend> {
+    /// The fused forward, `relu(lhs @ rhs + bias)`, for an untracked call.
+    pub forward: Forward<B>,
+    /// The fused forward of a tracked call: the output and its ReLU mask, one bit per element
+    /// (`u32` words, `[B.., m, ceil(n / 32)]`; bit `j % 32` of word `j / 32` set where the
+    /// output is not `<= 0`).
+    pub forward_keeping_mask: ForwardKeepingMask<B>,
+    /// `grad ⊙ mask`, in one pass over `grad`.
+    pub masked_gradient: MaskedGradient<B>,
+    /// `grad ⊙ mask` and its sum over every dim but the last (`[n]`), from the same reads.
+    pub masked_gradient_with_column_sums: MaskedGradientWithColumnSums<B>,
+    /// The gradient products, `lhs @ rhs` with broadcast batch dims (fmar's own where it has
+    /// one, else the backend's).
+    pub matmul: Matmul<B>,
+}
+
+/// The inner backend's matmul for the gradient products.
 pub type Matmul<B> = fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
 
-/// `relu(lhs @ rhs + bias)` on the autodiff backend `Autodiff<B, C>`: runs `forward` on the inner
-/// backend and, when any input is tracked, registers the backward step, whose gradient products
-/// run through `matmul`.
+/// The backward's ops, kept in its state.
+struct BackwardOps<B: Backend> {
+    masked_gradient: MaskedGradient<B>,
+    masked_gradient_with_column_sums: MaskedGradientWithColumnSums<B>,
+    matmul: Matmul<B>,
+}
+
+// Function pointers: copied whatever `B` is (a derive would ask `B: Clone`).
+impl<B: Backend> Clone for BackwardOps<B> {
+    fn clone(&self) -> Self {
+        Self {
+            masked_gradient: self.masked_gradient,
+            masked_gradient_with_column_sums: self.masked_gradient_with_column_sums,
+            matmul: self.matmul,
+        }
+    }
+}
+
+impl<B: Backend> std::fmt::Debug for BackwardOps<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackwardOps")
+    }
+}
+
+/// `relu(lhs @ rhs + bias)` on the autodiff backend `Autodiff<B, C>`: runs the inner backend's
+/// forward and, when any input is tracked, its forward that also writes the ReLU mask, and
+/// registers the backward step, which runs on `ops`.
 ///
 /// The operation is marked compute bound, so Burn's checkpointing keeps its state rather than
 /// recomputing the matmul. Only what the tracked inputs' gradients need is kept: `rhs` when
-/// `lhs` is tracked, `lhs` when `rhs` is tracked, and the output (its ReLU mask) in every case.
+/// `lhs` is tracked, `lhs` when `rhs` is tracked, and the ReLU mask (one bit per output
+/// element) in every case; never the output itself.
 pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
     lhs: FloatTensor<Autodiff<B, C>>,
     rhs: FloatTensor<Autodiff<B, C>>,
     bias: FloatTensor<Autodiff<B, C>>,
-    forward: Forward<B>,
-    matmul: Matmul<B>,
+    ops: InnerOps<B>,
 ) -> FloatTensor<Autodiff<B, C>> {
     let lhs_tracked = lhs.is_tracked();
     let rhs_tracked = rhs.is_tracked();
@@ -56,7 +110,7 @@ pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
                 rhs: rhs.primitive().shape(),
                 bias: bias.primitive().shape(),
             };
-            let output = forward(
+            let (output, mask) = (ops.forward_keeping_mask)(
                 lhs.into_primitive(),
                 rhs.into_primitive(),
                 bias.into_primitive(),
@@ -64,13 +118,18 @@ pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
             let state = BackwardState {
                 lhs: lhs_id,
                 rhs: rhs_id,
-                output: output.clone(),
+                mask,
                 shapes,
-                matmul,
+                output_shape: output.shape(),
+                ops: BackwardOps {
+                    masked_gradient: ops.masked_gradient,
+                    masked_gradient_with_column_sums: ops.masked_gradient_with_column_sums,
+                    matmul: ops.matmul,
+                },
             };
             prep.finish(state, output)
         }
-        OpsKind::UnTracked(prep) => prep.finish(forward(
+        OpsKind::UnTracked(prep) => prep.finish((ops.forward)(
             lhs.into_primitive(),
             rhs.into_primitive(),
             bias.into_primitive(),
@@ -88,23 +147,23 @@ struct OperandShapes {
 
 /// What the backward pass needs from the forward.
 #[derive(Debug, Clone)]
-struct BackwardState<T, M> {
+struct BackwardState<I, O> {
     /// Checkpointed `lhs`, present when `rhs`'s gradient is needed.
     lhs: Option<NodeId>,
     /// Checkpointed `rhs`, present when `lhs`'s gradient is needed.
     rhs: Option<NodeId>,
-    /// The forward output; only its sign (the ReLU mask) is read.
-    output: T,
+    /// The output's ReLU mask, one bit per element.
+    mask: I,
     shapes: OperandShapes,
-    /// The gradient products' matmul.
-    matmul: M,
+    output_shape: Shape,
+    ops: O,
 }
 
 #[derive(Debug)]
 struct FusedMatmulAddReluBackward;
 
 impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
-    type State = BackwardState<FloatTensor<B>, Matmul<B>>;
+    type State = BackwardState<IntTensor<B>, BackwardOps<B>>;
 
     fn backward(
         self,
@@ -117,7 +176,7 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
         let state = ops.state;
         let shapes = &state.shapes;
 
-        if state.output.shape().num_elements() == 0 {
+        if state.output_shape.num_elements() == 0 {
             // Every gradient sums over an empty set of outputs. (Burn's own kernels are not all
             // safe on empty tensors, so none is launched.)
             for (node, shape) in [
@@ -132,8 +191,18 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
             return;
         }
 
-        // d relu(x) / dx is 1 where the output is positive, 0 elsewhere (x = 0 included).
-        let grad_pre_relu = B::relu_backward(state.output, grad);
+        // d relu(x) / dx is 1 where the output is positive, 0 elsewhere (x = 0 included). When
+        // the bias is shared by every row, its gradient (the column sums) comes from the same
+        // pass; otherwise it is summed from the masked gradient below.
+        let bias_by_columns =
+            node_bias.is_some() && shared_by_every_row(&shapes.bias, &state.output_shape);
+        let (grad_pre_relu, column_sums) = if bias_by_columns {
+            let (gated, sums) = (state.ops.masked_gradient_with_column_sums)(grad, state.mask);
+            (gated, Some(sums))
+        } else {
+            ((state.ops.masked_gradient)(grad, state.mask), None)
+        };
+        let matmul = state.ops.matmul;
 
         if let Some(node) = node_lhs {
             let rhs: FloatTensor<B> = checkpointer.retrieve_node_output(
@@ -142,7 +211,7 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                     .expect("rhs is checkpointed whenever lhs is tracked"),
             );
             let grad_lhs =
-                matmul_or_zeros::<B>(grad_pre_relu.clone(), B::float_transpose(rhs), state.matmul);
+                matmul_or_zeros::<B>(grad_pre_relu.clone(), B::float_transpose(rhs), matmul);
             grads.register::<B>(node.id, broadcast_shape::<B>(grad_lhs, &shapes.lhs));
         }
         if let Some(node) = node_rhs {
@@ -151,13 +220,27 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
                     .lhs
                     .expect("lhs is checkpointed whenever rhs is tracked"),
             );
-            let grad_rhs = grad_of_rhs::<B>(lhs, grad_pre_relu.clone(), &shapes.rhs, state.matmul);
+            let grad_rhs = grad_of_rhs::<B>(lhs, grad_pre_relu.clone(), &shapes.rhs, matmul);
             grads.register::<B>(node.id, grad_rhs);
         }
         if let Some(node) = node_bias {
-            grads.register::<B>(node.id, sum_to_shape::<B>(grad_pre_relu, &shapes.bias));
+            let grad_bias = match column_sums {
+                Some(sums) => B::float_reshape(sums, shapes.bias.clone()),
+                None => sum_to_shape::<B>(grad_pre_relu, &shapes.bias),
+            };
+            grads.register::<B>(node.id, grad_bias);
         }
     }
+}
+
+/// Whether a bias of shape `bias` is the same for every row of an output of shape `output`:
+/// it has the output's columns, and its other dims are all 1 (or absent), as a `Linear` bias
+/// `[n]` has. Its gradient is then the masked gradient's column sums.
+fn shared_by_every_row(bias: &Shape, output: &Shape) -> bool {
+    let rank = bias.num_dims();
+    rank >= 1
+        && bias[rank - 1] == output[output.num_dims() - 1]
+        && bias[..rank - 1].iter().all(|&d| d == 1)
 }
 
 /// Zeros of `shape` on `like`'s device, in its dtype.

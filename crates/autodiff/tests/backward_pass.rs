@@ -1,6 +1,7 @@
 //! The handwritten backward pass against Burn's own autodiff of the composed operations, on
 //! `Autodiff<CubeBackend>` over wgpu. The forward handed to the pass is the composition itself,
-//! so this checks the backward alone, independent of any kernel.
+//! its mask and masked gradient are computed on the host, and its products are Burn's matmul,
+//! so this checks the backward alone, independent of any of fmar's kernels.
 
 use burn::backend::ops::{ActivationOps, FloatTensorOps};
 use burn::backend::{AutodiffBackend, Backend, TensorMetadata};
@@ -10,7 +11,8 @@ use burn_autodiff::checkpoint::strategy::{
     BalancedCheckpointing, CheckpointStrategy, NoCheckpointing,
 };
 use burn_cubecl::{CubeBackend, CubeDevice};
-use fmar_autodiff::{FloatTensor, fused_matmul_add_relu};
+use fmar_autodiff::{FloatTensor, InnerOps, IntTensor, fused_matmul_add_relu};
+use fmar_backend_ext::{composed_masked_gradient, composed_matmul_add_relu_keeping_mask};
 use fmar_tests::burn_io::{primitive, primitive_values};
 use fmar_tests::{HostTensor, Outcome, Precision, Problem, Rng, Tolerances, check_outcome};
 
@@ -28,6 +30,24 @@ fn composed(
     dims.extend(bias_dims.iter().copied());
     let bias = Inner::float_reshape(bias, Shape::from(dims));
     Inner::relu(Inner::float_add(product, bias))
+}
+
+/// The inner ops the pass runs: the composition, and the mask operations on the host.
+fn inner_ops() -> InnerOps<Inner> {
+    InnerOps {
+        forward: composed,
+        forward_keeping_mask: |lhs, rhs, bias| {
+            composed_matmul_add_relu_keeping_mask::<Inner>(lhs, rhs, bias)
+        },
+        masked_gradient: |grad, mask: IntTensor<Inner>| {
+            composed_masked_gradient::<Inner>(grad, mask, false).0
+        },
+        masked_gradient_with_column_sums: |grad, mask| {
+            let (gated, sums) = composed_masked_gradient::<Inner>(grad, mask, true);
+            (gated, sums.expect("asked for"))
+        },
+        matmul: Inner::float_matmul,
+    }
 }
 
 fn device() -> CubeDevice {
@@ -52,13 +72,8 @@ fn run<C: CheckpointStrategy>(
     let lhs = input(&problem.lhs, tracked[0]);
     let rhs = input(&problem.rhs, tracked[1]);
     let bias = input(&problem.bias, tracked[2]);
-    let out = fused_matmul_add_relu::<Inner, C>(
-        lhs.clone(),
-        rhs.clone(),
-        bias.clone(),
-        composed,
-        Inner::float_matmul,
-    );
+    let out =
+        fused_matmul_add_relu::<Inner, C>(lhs.clone(), rhs.clone(), bias.clone(), inner_ops());
     let loss = Ad::<C>::float_sum(Ad::<C>::float_mul(out.clone(), upload::<Ad<C>>(upstream)));
     let mut grads = Ad::<C>::backward(loss);
     Outcome {

@@ -12,7 +12,9 @@ use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::TensorBinding;
-use fmar_fusion_meta::{Error, Input, OP_NAME, OutputMeta, check_call, matmul_shape};
+use fmar_fusion_meta::{
+    Error, Input, MASK_DTYPE, OP_NAME, OutputMeta, check_call, mask_shape, matmul_shape,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static KERNEL_LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -50,6 +52,38 @@ pub fn try_fused_matmul_add_relu(
     rhs: CubeTensor,
     bias: CubeTensor,
 ) -> Result<CubeTensor, Error> {
+    fused_launch(lhs, rhs, bias, false).map(|(output, _)| output)
+}
+
+/// [`try_fused_matmul_add_relu`] for a call whose backward will run: also the output's ReLU
+/// mask, one bit per element (`[B.., m, ceil(n / 32)]` `u32`, the kernel crate's layout), which
+/// the backward keeps instead of the output. On a Hopper GPU the kernel's epilogue writes it;
+/// elsewhere a light pass over the output packs it.
+pub fn try_fused_matmul_add_relu_keeping_mask(
+    lhs: CubeTensor,
+    rhs: CubeTensor,
+    bias: CubeTensor,
+) -> Result<(CubeTensor, CubeTensor), Error> {
+    fused_launch(lhs, rhs, bias, true)
+        .map(|(output, mask)| (output, mask.expect("a mask is made when asked for")))
+}
+
+/// [`try_fused_matmul_add_relu_keeping_mask`], panicking with the error's message.
+pub fn fused_matmul_add_relu_keeping_mask(
+    lhs: CubeTensor,
+    rhs: CubeTensor,
+    bias: CubeTensor,
+) -> (CubeTensor, CubeTensor) {
+    try_fused_matmul_add_relu_keeping_mask(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The fused launch, with the ReLU mask when `keep_mask` is set.
+fn fused_launch(
+    lhs: CubeTensor,
+    rhs: CubeTensor,
+    bias: CubeTensor,
+    keep_mask: bool,
+) -> Result<(CubeTensor, Option<CubeTensor>), Error> {
     fn input(tensor: &CubeTensor) -> Input<'_, burn_cubecl::CubeDevice> {
         Input {
             device: &tensor.device,
@@ -76,8 +110,16 @@ pub fn try_fused_matmul_add_relu(
         out_shape.clone(),
         dtype,
     );
+    let mask = keep_mask.then(|| {
+        empty_device_contiguous_dtype(
+            lhs.client.clone(),
+            lhs.device.clone(),
+            mask_shape(&out_shape),
+            MASK_DTYPE,
+        )
+    });
     if out_shape.num_elements() == 0 {
-        return Ok(output);
+        return Ok((output, mask));
     }
 
     let client = output.client.clone();
@@ -89,12 +131,19 @@ pub fn try_fused_matmul_add_relu(
         out: output.clone().binding(),
     };
     KERNEL_LAUNCHES.fetch_add(1, Ordering::SeqCst);
-    if let Err(error) = fmar_kernel::launch(&client, operands, dtype_to_storage_type(dtype)) {
+    let dtype = dtype_to_storage_type(dtype);
+    let launched = match &mask {
+        Some(mask) => {
+            fmar_kernel::launch_keeping_mask(&client, operands, mask.clone().binding(), dtype)
+        }
+        None => fmar_kernel::launch(&client, operands, dtype),
+    };
+    if let Err(error) = launched {
         // The rules above admit only operands the kernel contract accepts: reaching this is a
         // bug in fmar, never in the caller's input.
         panic!("{OP_NAME}: internal error, the kernel refused its operands: {error}");
     }
-    Ok(output)
+    Ok((output, mask))
 }
 
 /// [`try_fused_matmul_add_relu`], panicking with the error's message.
@@ -144,6 +193,50 @@ pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
         }
     }
     <CubeBackend as FloatTensorOps<CubeBackend>>::float_matmul(lhs, rhs)
+}
+
+/// The backward's first step: `grad ⊙ mask` (`mask` from
+/// [`fused_matmul_add_relu_keeping_mask`]), in one pass over `grad`.
+pub fn masked_gradient(grad: CubeTensor, mask: CubeTensor) -> CubeTensor {
+    launch_masked_gradient(grad, mask, false).0
+}
+
+/// [`masked_gradient`], and from the same reads the gradient's sum over every dim but the last
+/// (`[n]`, in `grad`'s dtype, summed in f32): the gradient of a bias shared by every row.
+pub fn masked_gradient_with_column_sums(
+    grad: CubeTensor,
+    mask: CubeTensor,
+) -> (CubeTensor, CubeTensor) {
+    let (gated, sums) = launch_masked_gradient(grad, mask, true);
+    (gated, sums.expect("column sums are made when asked for"))
+}
+
+fn launch_masked_gradient(
+    grad: CubeTensor,
+    mask: CubeTensor,
+    column_sums: bool,
+) -> (CubeTensor, Option<CubeTensor>) {
+    let grad = into_contiguous(grad);
+    let mask = into_contiguous(mask);
+    let shape = grad.meta.shape().clone();
+    let (dtype, client, device) = (grad.dtype, grad.client.clone(), grad.device.clone());
+    let n = shape[shape.num_dims() - 1];
+    let gated = empty_device_contiguous_dtype(client.clone(), device.clone(), shape.clone(), dtype);
+    let sums = column_sums.then(|| {
+        empty_device_contiguous_dtype(client.clone(), device, Shape::from(vec![n]), dtype)
+    });
+    let operands = fmar_kernel::MaskedGradient {
+        grad: grad.binding(),
+        mask: mask.binding(),
+        out: gated.clone().binding(),
+        column_sums: sums.clone().map(CubeTensor::binding),
+    };
+    if let Err(error) =
+        fmar_kernel::launch_masked_gradient(&client, operands, dtype_to_storage_type(dtype))
+    {
+        panic!("{OP_NAME}: internal error, the masked gradient refused its operands: {error}");
+    }
+    (gated, sums)
 }
 
 /// `lhs` `[B.., m, k]` and `rhs` `[B.., k, n]` as the kernel contract wants them for an output

@@ -14,6 +14,23 @@ pub const OP_NAME: &str = "matmul_add_relu";
 /// The dtypes the fused kernel computes in. Each accumulates in f32.
 pub const SUPPORTED_DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
+/// Output columns per word of the ReLU mask a tracked forward keeps for its backward.
+pub const MASK_WORD_BITS: usize = 32;
+
+/// The dtype of the ReLU mask's words.
+pub const MASK_DTYPE: DType = DType::U32;
+
+/// The shape of the ReLU mask of an output of shape `output`: `[B.., m, ceil(n / 32)]`, bit
+/// `j % 32` of word `[b.., i, j / 32]` set where `out[b.., i, j]` is not `<= 0` (positive or
+/// NaN: where Burn's `relu_backward` lets the gradient through).
+pub fn mask_shape(output: &Shape) -> Shape {
+    let mut dims = output.to_vec();
+    if let Some(last) = dims.last_mut() {
+        *last = last.div_ceil(MASK_WORD_BITS);
+    }
+    Shape::from(dims)
+}
+
 /// Why fmar refused its inputs. Each message names the operation, the argument and the shapes,
 /// dtypes or devices involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -67,7 +67,7 @@ pub(crate) fn check(operands: &Operands, dtype: ElemType) -> Result<Dims, Launch
     Ok(Dims::of(operands))
 }
 
-fn check_dtype(dtype: ElemType) -> Result<(), LaunchError> {
+pub(crate) fn check_dtype(dtype: ElemType) -> Result<(), LaunchError> {
     match dtype {
         ElemType::Float(FloatKind::F32 | FloatKind::F16 | FloatKind::BF16) => Ok(()),
         other => Err(LaunchError::UnsupportedDtype {

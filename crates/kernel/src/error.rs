@@ -44,6 +44,20 @@ pub enum LaunchError {
         /// The output's strides.
         strides: Vec<usize>,
     },
+    /// A tensor of the mask or the masked gradient, which are read and written densely, is
+    /// not contiguous.
+    #[error(
+        "fused matmul kernel: `{operand}` must be contiguous, got shape {shape:?} with strides \
+         {strides:?}"
+    )]
+    NotContiguous {
+        /// Which tensor (`"grad"`, `"mask"`, `"out"` or `"column_sums"`).
+        operand: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Its strides.
+        strides: Vec<usize>,
+    },
     /// The dtype is not one of `f32`, `f16`, `bf16`.
     #[error("fused matmul kernel: dtype {dtype} is not supported (expected f32, f16 or bf16)")]
     UnsupportedDtype {

@@ -4,10 +4,12 @@
 
 use crate::contract::{self, Dims};
 use crate::{
-    LaunchError, Operands, ProductOperands, Variant, accelerated, hopper, naive, selection, tiled,
+    LaunchError, Operands, ProductOperands, Variant, accelerated, hopper, mask, naive, selection,
+    tiled,
 };
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
+use cubecl::prelude::TensorBinding;
 
 /// Launches the fused `relu(lhs @ rhs + bias)` kernel on `client`'s device.
 ///
@@ -66,9 +68,14 @@ pub(crate) fn run_checked(
             Variant::Naive => naive::launch(client, operands, dtype),
             Variant::Tiled => tiled::launch(client, operands, dtype),
             Variant::Accelerated(routine) => accelerated::launch(client, operands, dtype, routine)?,
-            Variant::Hopper => {
-                hopper::launch(client, operands, dtype, dims, hopper::Epilogue::BiasRelu)?
-            }
+            Variant::Hopper => hopper::launch(
+                client,
+                operands,
+                dtype,
+                dims,
+                hopper::Epilogue::BiasRelu,
+                None,
+            )?,
         }
         variant
     };
@@ -107,7 +114,51 @@ pub fn launch_product(
             reason: "k = 0: the product is zeros, with nothing for the TMA engine to read".into(),
         });
     }
-    hopper::launch(client, operands, dtype, dims, hopper::Epilogue::Plain)
+    hopper::launch(client, operands, dtype, dims, hopper::Epilogue::Plain, None)
+}
+
+/// [`launch`], also writing the output's ReLU mask, one bit per element, into `mask`
+/// (`[B.., m, ceil(n / 32)]` `u32`, contiguous: the layout [`mask_shape`](crate::mask_shape)
+/// and [`launch_masked_gradient`](crate::launch_masked_gradient) share): the forward of a
+/// call whose backward will run, which then keeps the mask instead of the output.
+///
+/// fmar's Hopper kernel writes the mask from its epilogue, so it runs wherever it can (unless
+/// another variant is forced), without autotune; elsewhere the variant [`launch`] would pick
+/// runs and a second, light kernel packs the mask from its output.
+pub fn launch_keeping_mask(
+    client: &Client,
+    operands: Operands,
+    mask: TensorBinding,
+    dtype: ElemType,
+) -> Result<(), LaunchError> {
+    let dims = contract::check(&operands, dtype)?;
+    mask::check_mask(&mask, &operands.out.shape)?;
+    if dims.is_empty() {
+        return Ok(());
+    }
+    let hopper_first =
+        dims.k > 0 && matches!(selection::forced_variant(), None | Some(Variant::Hopper));
+    if hopper_first {
+        let epilogue = hopper::Epilogue::BiasReluMask;
+        match hopper::launch(
+            client,
+            operands.clone(),
+            dtype,
+            dims,
+            epilogue,
+            Some(mask.clone()),
+        ) {
+            Ok(()) => {
+                selection::record_launch(Variant::Hopper);
+                return Ok(());
+            }
+            Err(error) if error.is_variant_specific() => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let out = operands.out.clone();
+    selection::launch_selected(client, operands, dtype, dims)?;
+    mask::launch_pack(client, out, mask, dtype)
 }
 
 /// Why [`launch_product`] can run nothing on `client`'s device, whatever the operands (not a

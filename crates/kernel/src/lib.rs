@@ -9,7 +9,8 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `launch` | the facade: [`launch`], [`launch_variant`]; [`launch_product`] for plain products |
+//! | `launch` | the facade: [`launch`], [`launch_variant`]; [`launch_keeping_mask`] for a forward whose backward will run; [`launch_product`] for plain products |
+//! | `mask` | the ReLU mask, one bit per output element, and the backward's masked gradient ([`launch_masked_gradient`]) |
 //! | `contract` | [`Operands`], [`ProductOperands`] and the host-side checks of the contract below |
 //! | [`error`] | [`LaunchError`] |
 //! | `variant` | [`Variant`], the implementations of the contract |
@@ -44,6 +45,8 @@ pub mod error;
 #[allow(unsafe_code)] // `launch_unchecked`: shapes, strides and TMA layouts are checked first.
 mod hopper;
 mod launch;
+#[allow(unsafe_code)] // `launch_unchecked`: layouts are checked first.
+mod mask;
 #[allow(unsafe_code)] // `launch_unchecked`: indices are validated by `contract` first.
 mod naive;
 mod selection;
@@ -54,6 +57,9 @@ mod variant;
 pub use accelerated::{Routine, TileKind};
 pub use contract::{Operands, ProductOperands};
 pub use error::LaunchError;
-pub use launch::{launch, launch_product, launch_variant, product_device_unavailability};
+pub use launch::{
+    launch, launch_keeping_mask, launch_product, launch_variant, product_device_unavailability,
+};
+pub use mask::{MASK_WORD_BITS, MaskedGradient, launch_masked_gradient, mask_shape};
 pub use selection::{force_variant, forced_variant, last_launched_variant};
 pub use variant::Variant;

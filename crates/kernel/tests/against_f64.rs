@@ -420,3 +420,160 @@ fn each_variant_runs_exactly_where_expected() {
         "the variants that ran on {device}, which has no subgroups, are not the expected ones"
     );
 }
+
+/// The tracked forward ([`kernel::launch_keeping_mask`]) writes the output as [`kernel::launch`]
+/// does and, one bit per element, the ReLU mask of what it stored: set exactly where the stored
+/// value is not `<= 0`, zero past the row's end. [`kernel::launch_masked_gradient`] then lets
+/// a gradient through exactly where the bit is set, and its column sums add up to the sum of
+/// the masked gradient over the rows.
+///
+/// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); the batch is
+/// kept and broadcast; on a Hopper device the half precisions run the Hopper kernel, whose
+/// epilogue writes the mask (asserted), including a few-row problem whose `k` is split, where
+/// the mask is packed after the split-K sum; everywhere the other variants' output is packed
+/// by the mask kernel. Every dtype the device runs.
+#[test]
+fn mask_follows_the_stored_output_and_gates_the_gradient() {
+    use contract::{binding, client, download, elem_type, upload};
+    let client = client();
+    let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
+    let problems: &[(&[usize], &[usize], &[usize])] = &[
+        (&[2, 130, 72], &[1, 72, 264], &[264]),
+        (&[1, 200, 136], &[1, 136, 72], &[1, 72]),
+        (&[3, 70, 40], &[3, 40, 64], &[3, 70, 64]),
+        (&[1, 9, 4104], &[1, 4104, 1000], &[1000]),
+    ];
+    let precisions: Vec<Precision> = [Precision::F32, Precision::F16, Precision::BF16]
+        .into_iter()
+        .filter(|&precision| should_run(precision, contract::supports(precision)))
+        .collect();
+    for precision in precisions {
+        for &(lhs_shape, rhs_shape, bias_shape) in problems {
+            let mut rng = Rng::fresh();
+            let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
+            let (operands, out) = hopper_operands(&client, &problem, precision, false, false);
+            let out_shape = problem.output.shape.clone();
+            let n = out_shape[out_shape.len() - 1];
+            let rows = out_shape.iter().product::<usize>() / n;
+            let mask_shape = kernel::mask_shape(&out_shape);
+            let words = mask_shape[mask_shape.len() - 1];
+            // Every word starts as a pattern no mask has (bits past `n` set), so an unwritten
+            // word fails the comparison.
+            let mask = client.create_from_slice(&u32_bytes(&vec![0xAAAA_AAAA; rows * words]));
+            let mask_strides = fmar_tests::layout::contiguous_strides(&mask_shape);
+            let dtype = elem_type(precision);
+            kernel::launch_keeping_mask(
+                &client,
+                operands,
+                binding(&mask, &mask_shape, &mask_strides),
+                dtype,
+            )
+            .expect("the tracked forward runs every valid problem");
+            let label = format!("{precision:?} lhs {lhs_shape:?} rhs {rhs_shape:?}");
+            if hopper_device && precision != Precision::F32 {
+                assert_eq!(
+                    kernel::last_launched_variant(),
+                    Some(kernel::Variant::Hopper),
+                    "{label}: the tracked forward runs the Hopper kernel on a Hopper device"
+                );
+            }
+            let stored = download(&client, out, precision);
+            assert_close(
+                &label,
+                &stored,
+                &problem.output.data,
+                Tolerance::for_precision(precision),
+                problem.forward_scale(),
+                rng.seed(),
+            );
+            let mask_words = read_u32(&client, mask);
+            for row in 0..rows {
+                for word in 0..words {
+                    let mut expected = 0u32;
+                    for bit in 0..32 {
+                        let col = word * 32 + bit;
+                        if col < n
+                            && (stored[row * n + col] > 0.0 || stored[row * n + col].is_nan())
+                        {
+                            expected |= 1 << bit;
+                        }
+                    }
+                    let got = mask_words[row * words + word];
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{label}: mask word {word} of row {row} is {got:#034b}, the stored \
+                         output's signs give {expected:#034b} (seed {})",
+                        rng.seed()
+                    );
+                }
+            }
+
+            // The gradient through the mask, with its column sums.
+            let grad = fmar_tests::HostTensor::random(&out_shape, &mut rng, precision);
+            let (grad_handle, grad_strides) = upload(&client, &grad, precision);
+            let gated = client.create_from_slice(&precision.encode(&vec![f64::NAN; rows * n]));
+            let sums = client.create_from_slice(&precision.encode(&vec![f64::NAN; n]));
+            kernel::launch_masked_gradient(
+                &client,
+                kernel::MaskedGradient {
+                    grad: binding(&grad_handle, &out_shape, &grad_strides),
+                    mask: binding(
+                        &client.create_from_slice(&u32_bytes(&mask_words)),
+                        &mask_shape,
+                        &mask_strides,
+                    ),
+                    out: binding(&gated, &out_shape, &grad_strides),
+                    column_sums: Some(binding(&sums, &[n], &[1])),
+                },
+                dtype,
+            )
+            .expect("the masked gradient runs on valid operands");
+            let gated = download(&client, gated, precision);
+            let grad_stored = precision.decode(&precision.encode(&grad.data));
+            for (i, (&got, &g)) in gated.iter().zip(&grad_stored).enumerate() {
+                let (row, col) = (i / n, i % n);
+                let open = mask_words[row * words + col / 32] >> (col % 32) & 1 == 1;
+                let expected = if open { g } else { 0.0 };
+                assert!(
+                    got == expected,
+                    "{label}: gradient element ({row}, {col}) is {got}, expected {expected} \
+                     (mask bit {open}; seed {})",
+                    rng.seed()
+                );
+            }
+            // Summed in f32, then rounded once to the dtype.
+            let rounding = match precision {
+                Precision::F32 => 1e-7,
+                Precision::F16 => 1e-3,
+                Precision::BF16 => 8e-3,
+            };
+            let sums = download(&client, sums, precision);
+            for (col, &got) in sums.iter().enumerate() {
+                let column = (0..rows).map(|row| gated[row * n + col]);
+                let expected: f64 = column.clone().sum();
+                let scale: f64 = column.map(f64::abs).sum::<f64>();
+                assert!(
+                    (got - expected).abs() <= 1e-5 * scale + rounding * expected.abs(),
+                    "{label}: column {col} sums to {got}, expected {expected} (seed {})",
+                    rng.seed()
+                );
+            }
+        }
+    }
+}
+
+/// `words` as little-endian bytes, for a buffer upload.
+fn u32_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|word| word.to_le_bytes()).collect()
+}
+
+/// A buffer's contents read back as `u32` words.
+fn read_u32(client: &cubecl::client::Client, handle: cubecl::server::Handle) -> Vec<u32> {
+    client
+        .read_one(handle)
+        .expect("readback")
+        .chunks_exact(4)
+        .map(|bytes| u32::from_le_bytes(bytes.try_into().expect("four bytes")))
+        .collect()
+}

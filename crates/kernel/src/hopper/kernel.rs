@@ -63,6 +63,9 @@ pub(crate) struct KernelConfig {
 pub(crate) enum Epilogue {
     /// `relu(sum + bias)`: the fused operation.
     BiasRelu,
+    /// `relu(sum + bias)`, and the ReLU mask, one bit per element, into the mask argument
+    /// (the layout of [`crate::mask`]): the forward of a call whose backward will run.
+    BiasReluMask,
     /// The sum alone: a plain product, such as the backward's gradient products. The bias
     /// argument is never read.
     Plain,
@@ -71,7 +74,12 @@ pub(crate) enum Epilogue {
 impl Epilogue {
     /// Whether the bias is added and the ReLU applied.
     pub const fn bias_relu(self) -> bool {
-        matches!(self, Self::BiasRelu)
+        matches!(self, Self::BiasRelu | Self::BiasReluMask)
+    }
+
+    /// Whether the ReLU mask is written.
+    pub const fn writes_mask(self) -> bool {
+        matches!(self, Self::BiasReluMask)
     }
 }
 
@@ -123,6 +131,7 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     bias: &Tensor<E>,
     output: &mut TensorMap<E, Tiled>,
     workspace: &mut Tensor<f32>,
+    mask: &mut Tensor<u32>,
     m: u32,
     n: u32,
     k: u32,
@@ -325,6 +334,7 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                     output,
                     &mut smem_c,
                     smem_c_address,
+                    mask,
                     batch,
                     row0,
                     col0,
@@ -426,6 +436,7 @@ fn store_tile<E: Float, R: Size>(
     output: &mut TensorMap<E, Tiled>,
     smem_c: &mut [E],
     smem_c_address: u32,
+    mask: &mut Tensor<u32>,
     batch: usize,
     row0: usize,
     col0: usize,
@@ -454,6 +465,13 @@ fn store_tile<E: Float, R: Size>(
             wait_bulk_stores_read_but_one();
         }
         warpgroup_barrier(warpgroup);
+        // Under `BiasReluMask`, the unit's mask bits of the chunk: word `2 h + w` holds row
+        // `local_row + 8 h`, columns `32 w..32 w + 31` of the chunk.
+        let mut words = Array::<u32>::new(4usize);
+        #[unroll]
+        for word in 0..4usize {
+            words[word] = 0u32;
+        }
         #[unroll]
         for pair in 0..comptime![CHUNK_COLS / 16] {
             // Eight values: column groups `2 pair` and `2 pair + 1`, rows `h = 0, 1`, two
@@ -485,6 +503,12 @@ fn store_tile<E: Float, R: Size>(
                         }
                         value = relu(value);
                     }
+                    if comptime![config.epilogue.writes_mask()] {
+                        // The bit follows the stored value, as the backward reads it.
+                        let keep = select(E::cast_from(value) <= E::from_int(0), 0u32, 1u32);
+                        let bit = local_col as u32 + comptime![(8 * (jj % 4) + e) as u32];
+                        words[comptime![2 * h + jj / 4]] |= keep << bit;
+                    }
                     values.insert(comptime![2 * j + e], value);
                 }
             }
@@ -493,6 +517,17 @@ fn store_tile<E: Float, R: Size>(
             let address =
                 smem_c_address + ((buffer + address_row * CHUNK_COLS + group * 8) * 2) as u32;
             store_matrix_x4(address, values, comptime![config.bf16]);
+        }
+        if comptime![config.epilogue.writes_mask()] {
+            store_mask_words(
+                &words,
+                mask,
+                batch,
+                row_base + local_row,
+                (col0 + comptime![chunk * CHUNK_COLS]) / 32,
+                m,
+                lane,
+            );
         }
         // The TMA engine reads shared memory through the async proxy.
         sync_async_proxy_shared();
@@ -506,6 +541,37 @@ fn store_tile<E: Float, R: Size>(
                 (col0 + comptime![chunk * CHUNK_COLS]) as i32,
             );
         }
+    }
+}
+
+/// Stores a chunk's mask words (`words`, as [`store_tile`] fills them). The four units of a
+/// quad (`lane % 4`) hold disjoint bits of the same words, so they OR them together, and unit
+/// `q` of the quad stores word `q`: row `row + 8 (q / 2)`, word `first_word + q % 2` of the
+/// row, when both are inside the mask.
+#[cube]
+fn store_mask_words(
+    words: &Array<u32>,
+    mask: &mut Tensor<u32>,
+    batch: usize,
+    row: usize,
+    first_word: usize,
+    m: usize,
+    lane: usize,
+) {
+    let row_words = mask.shape(mask.rank() - 1);
+    let quad = lane % 4;
+    let mut mine = 0u32;
+    #[unroll]
+    for word in 0..4usize {
+        let mut value = words[word];
+        value |= plane_shuffle_xor(value, 1u32);
+        value |= plane_shuffle_xor(value, 2u32);
+        mine = select(quad == word, value, mine);
+    }
+    let row = row + 8 * (quad / 2);
+    let word = first_word + quad % 2;
+    if row < m && word < row_words {
+        mask[(batch * m + row) * row_words + word] = mine;
     }
 }
 

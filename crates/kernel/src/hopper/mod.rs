@@ -58,13 +58,22 @@ pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
 
 /// Runs the Hopper kernel on checked, non-empty operands with `k > 0`. Under
 /// [`Epilogue::Plain`] the bias operand is never read (any binding of the output's shape).
+/// Under [`Epilogue::BiasReluMask`], `mask` (checked by the caller: the layout of
+/// [`crate::mask`]) receives the ReLU mask: from the epilogue, or, under split-K, from a pass
+/// over the finished output.
 pub(crate) fn launch(
     client: &Client,
     ops: Operands,
     dtype: ElemType,
     dims: Dims,
     epilogue: Epilogue,
+    mask: Option<TensorBinding>,
 ) -> Result<(), LaunchError> {
+    assert_eq!(
+        epilogue.writes_mask(),
+        mask.is_some(),
+        "the mask binding comes with the epilogue that writes it"
+    );
     let unavailable = |reason: String| LaunchError::Unavailable {
         variant: Variant::Hopper,
         reason,
@@ -97,6 +106,13 @@ pub(crate) fn launch(
         cubes_per_processor,
     } = Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k);
     let split_k = splits > 1;
+    // Split-K's finishing kernel works element by element; the mask is packed after it.
+    let pack_after = split_k && epilogue.writes_mask();
+    let epilogue = if pack_after {
+        Epilogue::BiasRelu
+    } else {
+        epilogue
+    };
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
         tile,
@@ -147,6 +163,18 @@ pub(crate) fn launch(
         shape: [workspace_len].into(),
         tiling: Tiling::default(),
     };
+    // Without the mask epilogue the kernel never touches its mask argument, which then views
+    // the workspace's buffer.
+    let mask_arg = match &mask {
+        Some(mask) if !pack_after => mask.clone(),
+        _ => TensorBinding {
+            handle: workspace.handle.clone(),
+            strides: [1].into(),
+            shape: [1].into(),
+            tiling: Tiling::default(),
+        },
+    };
+    let out_binding = ops.out.clone();
 
     // SAFETY: the contract check bounded every operand's strides by its buffer; the TMA engine
     // reads `lhs` and `rhs` through maps of their own shapes, filling past the edges with zeros,
@@ -164,6 +192,7 @@ pub(crate) fn launch(
             ops.bias.clone().into_tensor_arg(),
             out_map,
             workspace.clone().into_tensor_arg(),
+            mask_arg.into_tensor_arg(),
             dims.m as u32,
             dims.n as u32,
             dims.k as u32,
@@ -189,6 +218,9 @@ pub(crate) fn launch(
                 dtype,
             );
         }
+    }
+    if pack_after && let Some(mask) = mask {
+        crate::mask::launch_pack(client, out_binding, mask, dtype)?;
     }
     Ok(())
 }

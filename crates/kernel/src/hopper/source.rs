@@ -68,7 +68,7 @@ fn source(config: KernelConfig) -> String {
         meta: TensorMetaCompilationArg { len: (), rank: () },
         buffer: BufferCompilationArg { inplace: None },
     };
-    let (bias, workspace) = (tensor(), tensor());
+    let (bias, workspace, mask) = (tensor(), tensor(), tensor());
     // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`,
     // `batches` and `splits` have none), the accumulator's size, and the compile-time arguments.
     let kernel = FusedMatmulAddReluHopper::new(
@@ -80,6 +80,7 @@ fn source(config: KernelConfig) -> String {
         bias,
         Default::default(),
         workspace,
+        mask,
         (),
         (),
         (),
@@ -139,7 +140,7 @@ fn finish_source(dtype: ElemType, epilogue: Epilogue) -> String {
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
     for tile in TileShape::all().chain([Schedule::split_tile()]) {
-        for bits in 0..256u32 {
+        for bits in 0..512u32 {
             let bit = |i: u32| bits & (1 << i) != 0;
             let config = KernelConfig {
                 tile,
@@ -150,14 +151,17 @@ fn configs() -> Vec<KernelConfig> {
                 bf16: bit(3),
                 bias_row_broadcast: bit(4),
                 split_k: bit(6),
-                epilogue: if bit(7) {
-                    Epilogue::Plain
-                } else {
-                    Epilogue::BiasRelu
+                epilogue: match (bit(7), bit(8)) {
+                    (true, false) => Epilogue::Plain,
+                    (false, true) => Epilogue::BiasReluMask,
+                    _ => Epilogue::BiasRelu,
                 },
             };
-            // Split-K runs its own tile and ring, and adds the bias in its second kernel; a
-            // plain product reads no bias.
+            // Split-K runs its own tile and ring, and adds the bias in its second kernel (the
+            // mask is packed after it); a plain product reads no bias.
+            if bit(7) && bit(8) || bit(8) && config.split_k {
+                continue;
+            }
             let split_tile = tile == Schedule::split_tile();
             let wanted = if config.split_k {
                 split_tile && !config.bias_row_broadcast
@@ -221,6 +225,12 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
                 "{config:?}: `{needle}` in the source"
             );
         }
+        // The mask's words are gathered across each quad of units.
+        assert_eq!(
+            source.contains("__shfl_xor_sync"),
+            config.epilogue.writes_mask(),
+            "{config:?}: quad shuffles in the source"
+        );
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir).unwrap();
             let name = format!(
@@ -238,10 +248,10 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
                     "full"
                 },
                 if config.split_k { "_splitk" } else { "" },
-                if config.epilogue.bias_relu() {
-                    ""
-                } else {
-                    "_plain"
+                match config.epilogue {
+                    Epilogue::BiasRelu => "",
+                    Epilogue::BiasReluMask => "_mask",
+                    Epilogue::Plain => "_plain",
                 },
             );
             std::fs::write(format!("{dir}/{name}"), &source).unwrap();
