@@ -216,7 +216,13 @@ fn launch_masked_gradient(
     mask: CubeTensor,
     column_sums: bool,
 ) -> (CubeTensor, Option<CubeTensor>) {
-    let grad = into_contiguous(grad);
+    // Read through its strides, broadcast dims included; only a storage-tiled tensor (which has
+    // no row-major strides) is copied.
+    let grad = if grad.meta.is_tiled() {
+        into_contiguous(grad)
+    } else {
+        grad
+    };
     let mask = into_contiguous(mask);
     let shape = grad.meta.shape().clone();
     let (dtype, client, device) = (grad.dtype, grad.client.clone(), grad.device.clone());

@@ -145,7 +145,7 @@ fn check_operands(ops: &Operands, elem_size: usize) -> Result<(), LaunchError> {
 }
 
 /// The largest element offset a strided view reaches must lie inside its buffer.
-fn check_in_bounds(
+pub(crate) fn check_in_bounds(
     operand: &'static str,
     binding: &TensorBinding,
     elem_size: usize,

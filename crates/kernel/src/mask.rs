@@ -70,9 +70,13 @@ fn pack_relu_mask<F: Float>(
     }
 }
 
-/// `out = grad ⊙ mask` over `rows x n` (both contiguous, read as vectors of `N` columns), and,
+/// `out = grad ⊙ mask` over `rows x n` (`out` contiguous, read as vectors of `N` columns), and,
 /// under `column_sums`, each cube row's sum of `out` per column, in f32, into `partials`
 /// (`[cube rows, n]`): the bias gradient once the cube rows are added.
+///
+/// `grad` is read as vectors too when contiguous; under `strided_grad` (then `N = 1`) it is read
+/// through its own strides, so a broadcast gradient (the gradient of a sum is one value
+/// expanded with stride 0) is never materialized.
 ///
 /// Cube `(x, y)` takes column vectors `32 x ..` of every `CUBE_COUNT_Y`-th block of 64 rows
 /// from block `y`; its 8 unit rows take 8 rows each and add their sums in shared memory.
@@ -87,9 +91,11 @@ fn masked_gradient<F: Float, N: Size>(
     row_vectors: usize,
     words: usize,
     #[comptime] column_sums: bool,
+    #[comptime] strided_grad: bool,
     #[define(F)] _dtype: ElemType,
 ) {
     let size = grad.vector_size();
+    let rank = grad.rank();
     let vector = CUBE_POS_X as usize * GRADIENT_UNITS_X as usize + UNIT_POS_X as usize;
     let word = vector * size / MASK_WORD_BITS;
     let shift = (vector * size % MASK_WORD_BITS) as u32;
@@ -104,6 +110,9 @@ fn masked_gradient<F: Float, N: Size>(
             if row < rows && vector < row_vectors {
                 let bits = mask[row * words + word] >> shift;
                 let mut value = grad[row * row_vectors + vector];
+                if comptime![strided_grad] {
+                    value = grad[row_offset::<F, N>(grad, row) + vector * grad.stride(rank - 1)];
+                }
                 #[unroll]
                 for e in 0..size {
                     let keep = (bits >> e as u32) & 1u32 == 1u32;
@@ -139,6 +148,23 @@ fn masked_gradient<F: Float, N: Size>(
 /// Checks that `mask` has the mask's layout for an output of shape `out_shape`.
 pub(crate) fn check_mask(mask: &TensorBinding, out_shape: &[usize]) -> Result<(), LaunchError> {
     check_layout("mask", &mask.shape, &mask.strides, &mask_shape(out_shape))
+}
+
+/// The offset of row `row` of `tensor` (its dims but the last flattened, last fastest),
+/// through its strides.
+#[cube]
+fn row_offset<F: Float, N: Size>(tensor: &Tensor<Vector<F, N>>, row: usize) -> usize {
+    let rank = tensor.rank();
+    let mut remainder = row;
+    let mut offset = 0;
+    let mut dim = rank - 1;
+    while dim > 0 {
+        dim -= 1;
+        let size = tensor.shape(dim);
+        offset += (remainder % size) * tensor.stride(dim);
+        remainder /= size;
+    }
+    offset
 }
 
 /// `sums[col] = Σ_r partials[r, col]` over `rows` rows (the cube rows of [`masked_gradient`]),
@@ -224,9 +250,10 @@ fn column_sum_rows(shape: &[usize]) -> usize {
 }
 
 /// `out = grad ⊙ mask` in one pass over `grad`, with the column sums of `out` from the same
-/// reads when `column_sums` is given (see [`MaskedGradient`]). Every operand must be contiguous
-/// with the shapes [`MaskedGradient`] states; otherwise nothing is launched and the error names
-/// the operand. `dtype` is `grad`'s (`f32`, `f16` or `bf16`).
+/// reads when `column_sums` is given (see [`MaskedGradient`]). `grad` may have any strides
+/// within its buffer (a broadcast view is read in place); the others must be contiguous with
+/// the shapes [`MaskedGradient`] states. Otherwise nothing is launched and the error names the
+/// operand. `dtype` is `grad`'s (`f32`, `f16` or `bf16`).
 pub fn launch_masked_gradient(
     client: &Client,
     operands: MaskedGradient,
@@ -239,7 +266,14 @@ pub fn launch_masked_gradient(
         column_sums,
     } = operands;
     crate::contract::check_dtype(dtype)?;
-    check_layout("grad", &grad.shape, &grad.strides, &grad.shape)?;
+    if grad.strides.len() != grad.shape.len() {
+        return Err(LaunchError::StrideCount {
+            operand: "grad",
+            shape: grad.shape.to_vec(),
+            strides: grad.strides.to_vec(),
+        });
+    }
+    crate::contract::check_in_bounds("grad", &grad, dtype.size())?;
     if grad.shape.len() < 2 {
         return Err(LaunchError::Rank {
             operand: "grad",
@@ -248,7 +282,10 @@ pub fn launch_masked_gradient(
         });
     }
     check_layout("mask", &mask.shape, &mask.strides, &mask_shape(&grad.shape))?;
+    crate::contract::check_in_bounds("mask", &mask, size_of::<u32>())?;
     check_layout("out", &out.shape, &out.strides, &grad.shape)?;
+    crate::contract::check_in_bounds("out", &out, dtype.size())?;
+    let grad_contiguous = check_layout("grad", &grad.shape, &grad.strides, &grad.shape).is_ok();
     let n = grad.shape[grad.shape.len() - 1];
     let rows = grad
         .shape
@@ -259,6 +296,7 @@ pub fn launch_masked_gradient(
     let partial_rows = column_sum_rows(&grad.shape);
     if let Some(sums) = &column_sums {
         check_layout("column_sums", &sums.shape, &sums.strides, &[n])?;
+        crate::contract::check_in_bounds("column_sums", sums, dtype.size())?;
     }
     if n == 0 {
         return Ok(());
@@ -273,9 +311,10 @@ pub fn launch_masked_gradient(
 
     // Vectors as wide as a row allows (16 bytes at most), so each unit moves whole vectors;
     // a vector never straddles two mask words, since its width divides 32.
+    // A strided `grad` is read element by element.
     let vector_size = [8usize, 4, 2, 1]
         .into_iter()
-        .find(|&size| n % size == 0 && size * dtype.size() <= 16)
+        .find(|&size| n % size == 0 && size * dtype.size() <= 16 && grad_contiguous)
         .unwrap_or(1);
     let row_vectors = n / vector_size;
     let words = n.div_ceil(MASK_WORD_BITS);
@@ -286,7 +325,8 @@ pub fn launch_masked_gradient(
     );
     let address_type = grad
         .required_address_type(dtype.size())
-        .max(mask.required_address_type(size_of::<u32>()));
+        .max(mask.required_address_type(size_of::<u32>()))
+        .max(out.required_address_type(dtype.size()));
     let wants_sums = column_sums.is_some();
     // The cube rows' partial sums, `[partial_rows, n]` f32. Without column sums the kernel
     // never touches its `partials` argument, which then views the output's buffer.
@@ -317,6 +357,7 @@ pub fn launch_masked_gradient(
             row_vectors,
             words,
             wants_sums,
+            !grad_contiguous,
             dtype,
         );
     }

@@ -509,55 +509,74 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
                 }
             }
 
-            // The gradient through the mask, with its column sums.
-            let grad = fmar_tests::HostTensor::random(&out_shape, &mut rng, precision);
-            let (grad_handle, grad_strides) = upload(&client, &grad, precision);
-            let gated = client.create_from_slice(&precision.encode(&vec![f64::NAN; rows * n]));
-            let sums = client.create_from_slice(&precision.encode(&vec![f64::NAN; n]));
-            kernel::launch_masked_gradient(
-                &client,
-                kernel::MaskedGradient {
-                    grad: binding(&grad_handle, &out_shape, &grad_strides),
-                    mask: binding(
-                        &client.create_from_slice(&u32_bytes(&mask_words)),
-                        &mask_shape,
-                        &mask_strides,
-                    ),
-                    out: binding(&gated, &out_shape, &grad_strides),
-                    column_sums: Some(binding(&sums, &[n], &[1])),
-                },
-                dtype,
-            )
-            .expect("the masked gradient runs on valid operands");
-            let gated = download(&client, gated, precision);
-            let grad_stored = precision.decode(&precision.encode(&grad.data));
-            for (i, (&got, &g)) in gated.iter().zip(&grad_stored).enumerate() {
-                let (row, col) = (i / n, i % n);
-                let open = mask_words[row * words + col / 32] >> (col % 32) & 1 == 1;
-                let expected = if open { g } else { 0.0 };
-                assert!(
-                    got == expected,
-                    "{label}: gradient element ({row}, {col}) is {got}, expected {expected} \
+            // The gradient through the mask, with its column sums: a contiguous gradient, and
+            // one row read by every row through stride-0 dims (as a sum's gradient comes).
+            for broadcast in [false, true] {
+                let label = format!("{label} (gradient broadcast: {broadcast})");
+                let (grad, grad_handle, grad_view_strides) = if broadcast {
+                    let row = fmar_tests::HostTensor::random(&[n], &mut rng, precision);
+                    let (handle, _) = upload(&client, &row, precision);
+                    let data = row.data.iter().copied().cycle().take(rows * n).collect();
+                    let mut strides = vec![0; out_shape.len()];
+                    strides[out_shape.len() - 1] = 1;
+                    (
+                        fmar_tests::HostTensor::new(out_shape.clone(), data),
+                        handle,
+                        strides,
+                    )
+                } else {
+                    let grad = fmar_tests::HostTensor::random(&out_shape, &mut rng, precision);
+                    let (handle, strides) = upload(&client, &grad, precision);
+                    (grad, handle, strides)
+                };
+                let grad_strides = fmar_tests::layout::contiguous_strides(&out_shape);
+                let gated = client.create_from_slice(&precision.encode(&vec![f64::NAN; rows * n]));
+                let sums = client.create_from_slice(&precision.encode(&vec![f64::NAN; n]));
+                kernel::launch_masked_gradient(
+                    &client,
+                    kernel::MaskedGradient {
+                        grad: binding(&grad_handle, &out_shape, &grad_view_strides),
+                        mask: binding(
+                            &client.create_from_slice(&u32_bytes(&mask_words)),
+                            &mask_shape,
+                            &mask_strides,
+                        ),
+                        out: binding(&gated, &out_shape, &grad_strides),
+                        column_sums: Some(binding(&sums, &[n], &[1])),
+                    },
+                    dtype,
+                )
+                .expect("the masked gradient runs on valid operands");
+                let gated = download(&client, gated, precision);
+                let grad_stored = precision.decode(&precision.encode(&grad.data));
+                for (i, (&got, &g)) in gated.iter().zip(&grad_stored).enumerate() {
+                    let (row, col) = (i / n, i % n);
+                    let open = mask_words[row * words + col / 32] >> (col % 32) & 1 == 1;
+                    let expected = if open { g } else { 0.0 };
+                    assert!(
+                        got == expected,
+                        "{label}: gradient element ({row}, {col}) is {got}, expected {expected} \
                      (mask bit {open}; seed {})",
-                    rng.seed()
-                );
-            }
-            // Summed in f32, then rounded once to the dtype.
-            let rounding = match precision {
-                Precision::F32 => 1e-7,
-                Precision::F16 => 1e-3,
-                Precision::BF16 => 8e-3,
-            };
-            let sums = download(&client, sums, precision);
-            for (col, &got) in sums.iter().enumerate() {
-                let column = (0..rows).map(|row| gated[row * n + col]);
-                let expected: f64 = column.clone().sum();
-                let scale: f64 = column.map(f64::abs).sum::<f64>();
-                assert!(
-                    (got - expected).abs() <= 1e-5 * scale + rounding * expected.abs(),
-                    "{label}: column {col} sums to {got}, expected {expected} (seed {})",
-                    rng.seed()
-                );
+                        rng.seed()
+                    );
+                }
+                // Summed in f32, then rounded once to the dtype.
+                let rounding = match precision {
+                    Precision::F32 => 1e-7,
+                    Precision::F16 => 1e-3,
+                    Precision::BF16 => 8e-3,
+                };
+                let sums = download(&client, sums, precision);
+                for (col, &got) in sums.iter().enumerate() {
+                    let column = (0..rows).map(|row| gated[row * n + col]);
+                    let expected: f64 = column.clone().sum();
+                    let scale: f64 = column.map(f64::abs).sum::<f64>();
+                    assert!(
+                        (got - expected).abs() <= 1e-5 * scale + rounding * expected.abs(),
+                        "{label}: column {col} sums to {got}, expected {expected} (seed {})",
+                        rng.seed()
+                    );
+                }
             }
         }
     }
