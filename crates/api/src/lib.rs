@@ -80,7 +80,7 @@ pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
 
     /// [`fused_matmul_add_relu`](Self::fused_matmul_add_relu) for a call whose backward will
     /// run: the output, and its ReLU mask, one bit per element (`u32` words of shape
-    /// [`mask_shape`](fmar_fusion_meta::mask_shape) of the output), which the backward keeps
+    /// [`mask_shape`] of the output), which the backward keeps
     /// instead of the output. On `CubeBackend` the kernel's epilogue writes it on a Hopper GPU,
     /// a light pass over the output elsewhere; on other backends it is packed on the host.
     #[fusion(meta = keeping_mask_meta)]

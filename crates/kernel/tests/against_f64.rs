@@ -427,7 +427,8 @@ fn each_variant_runs_exactly_where_expected() {
 /// a gradient through exactly where the bit is set, and its column sums add up to the sum of
 /// the masked gradient over the rows.
 ///
-/// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); the batch is
+/// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); 1100 rows give
+/// the bias gradient's last step more partial sums than it has unit rows; the batch is
 /// kept and broadcast; on a Hopper device the half precisions run the Hopper kernel, whose
 /// epilogue writes the mask (asserted), including a few-row problem whose `k` is split, where
 /// the mask is packed after the split-K sum; everywhere the other variants' output is packed
@@ -442,6 +443,8 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
         (&[1, 200, 136], &[1, 136, 72], &[1, 72]),
         (&[3, 70, 40], &[3, 40, 64], &[3, 70, 64]),
         (&[1, 9, 4104], &[1, 4104, 1000], &[1000]),
+        // Enough rows for the bias gradient's partial sums to span several of each unit's steps.
+        (&[1, 1100, 40], &[1, 40, 72], &[72]),
     ];
     let precisions: Vec<Precision> = [Precision::F32, Precision::F16, Precision::BF16]
         .into_iter()
