@@ -16,10 +16,10 @@ pub(crate) fn relu(x: f32) -> f32 {
 }
 
 /// The element offset of batch `batch` (the output's batch dims flattened, last dim fastest) in
-/// `tensor`. The contract gives every operand the output's batch dims, and broadcast operands
-/// stride 0 on theirs, so they need no special case.
+/// `tensor` (of any element type, vectors included). The contract gives every operand the
+/// output's batch dims, and broadcast operands stride 0 on theirs, so they need no special case.
 #[cube]
-pub(crate) fn batch_offset<F: Float>(tensor: &Tensor<F>, batch: usize) -> usize {
+pub(crate) fn batch_offset<T: CubePrimitive>(tensor: &Tensor<T>, batch: usize) -> usize {
     let mut remainder = batch;
     let mut offset = 0;
     let mut dim = tensor.rank() - 2;

@@ -12,6 +12,7 @@
 //!   gradient of a bias shared by every row) from the same reads.
 
 use crate::LaunchError;
+use crate::common::batch_offset;
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
@@ -151,20 +152,12 @@ pub(crate) fn check_mask(mask: &TensorBinding, out_shape: &[usize]) -> Result<()
 }
 
 /// The offset of row `row` of `tensor` (its dims but the last flattened, last fastest),
-/// through its strides.
+/// through its strides: the batch's offset and the row's within it.
 #[cube]
 fn row_offset<F: Float, N: Size>(tensor: &Tensor<Vector<F, N>>, row: usize) -> usize {
     let rank = tensor.rank();
-    let mut remainder = row;
-    let mut offset = 0;
-    let mut dim = rank - 1;
-    while dim > 0 {
-        dim -= 1;
-        let size = tensor.shape(dim);
-        offset += (remainder % size) * tensor.stride(dim);
-        remainder /= size;
-    }
-    offset
+    let m = tensor.shape(rank - 2);
+    batch_offset::<Vector<F, N>>(tensor, row / m) + (row % m) * tensor.stride(rank - 2)
 }
 
 /// `sums[col] = Σ_r partials[r, col]` over `rows` rows (the cube rows of [`masked_gradient`]),

@@ -512,11 +512,12 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
                 }
             }
 
-            // The gradient through the mask, with its column sums: a contiguous gradient, and
-            // one row read by every row through stride-0 dims (as a sum's gradient comes).
-            for broadcast in [false, true] {
-                let label = format!("{label} (gradient broadcast: {broadcast})");
-                let (grad, grad_handle, grad_view_strides) = if broadcast {
+            // The gradient through the mask, with its column sums: a contiguous gradient, one
+            // row read by every row through stride-0 dims (as a sum's gradient comes), and rows
+            // padded apart (read through their strides).
+            for layout in ["contiguous", "broadcast over rows", "padded rows"] {
+                let label = format!("{label} (gradient {layout})");
+                let (grad, grad_handle, grad_view_strides) = if layout == "broadcast over rows" {
                     let row = fmar_tests::HostTensor::random(&[n], &mut rng, precision);
                     let (handle, _) = upload(&client, &row, precision);
                     let data = row.data.iter().copied().cycle().take(rows * n).collect();
@@ -527,6 +528,15 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
                         handle,
                         strides,
                     )
+                } else if layout == "padded rows" {
+                    // Each row 3 elements longer than `n`: every stride is neither 0 nor dense.
+                    let grad = fmar_tests::HostTensor::random(&out_shape, &mut rng, precision);
+                    let mut outer = out_shape.clone();
+                    *outer.last_mut().expect("rank >= 2") += 3;
+                    let zeros = vec![0; outer.len()];
+                    let stored = fmar_tests::layout::scatter(&grad, &outer, &zeros, 1);
+                    let (handle, _) = upload(&client, &stored, precision);
+                    (grad, handle, fmar_tests::layout::contiguous_strides(&outer))
                 } else {
                     let grad = fmar_tests::HostTensor::random(&out_shape, &mut rng, precision);
                     let (handle, strides) = upload(&client, &grad, precision);
