@@ -164,19 +164,21 @@ impl FusedMatmulAddReluBackend for Flex {
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, IntTensor<Self>) {
-        fmar_backend_ext::composed_matmul_add_relu_keeping_mask::<Flex>(lhs, rhs, bias)
+        // Flex keeps its tensors on the host: the mask is packed there.
+        let output = fmar_backend_ext::composed_matmul_add_relu::<Flex>(lhs, rhs, bias);
+        let mask = fmar_autodiff::host_mask::pack_relu_mask::<Flex>(&output);
+        (output, mask)
     }
 
     fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self> {
-        fmar_backend_ext::composed_masked_gradient::<Flex>(grad, mask, false).0
+        fmar_autodiff::host_mask::masked_gradient::<Flex>(grad, mask)
     }
 
     fn masked_gradient_with_column_sums(
         grad: FloatTensor<Self>,
         mask: IntTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        let (gated, sums) = fmar_backend_ext::composed_masked_gradient::<Flex>(grad, mask, true);
-        (gated, sums.expect("column sums were asked for"))
+        fmar_autodiff::host_mask::masked_gradient_with_column_sums::<Flex>(grad, mask)
     }
 
     fn gradient_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {

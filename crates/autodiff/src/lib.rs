@@ -2,10 +2,11 @@
 //! that turns the output gradient into the gradients of `lhs`, `rhs` and `bias`.
 //!
 //! Layer 1 of fmar, a sibling of `fmar-backend-ext` rather than a layer above it: it depends on
-//! Burn and burn-autodiff only, is generic over the inner backend and takes the inner forward
-//! as an argument, so it needs no other fmar crate. The `fmar` crate, which owns the extension
-//! trait (Rust's orphan rule puts `impl Trait for Autodiff<B, C>` there), passes its own
-//! forward in.
+//! Burn, burn-autodiff and `fmar-fusion-meta` (the ReLU mask's layout) only, is generic over the
+//! inner backend and takes the inner forward as an argument, so it needs no other fmar crate.
+//! The `fmar` crate, which owns the extension trait (Rust's orphan rule puts
+//! `impl Trait for Autodiff<B, C>` there), passes its own forward in. [`host_mask`] holds the
+//! ReLU mask's operations for inner backends that compute on the host.
 
 use burn::backend::{Backend, TensorMetadata};
 use burn::tensor::{Shape, TensorData};
@@ -14,6 +15,8 @@ use burn_autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn_autodiff::grads::Gradients;
 use burn_autodiff::ops::{Backward, Ops, OpsKind, broadcast_shape};
 use burn_autodiff::{Autodiff, NodeId};
+
+pub mod host_mask;
 
 /// A float tensor primitive of backend `B`.
 pub type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;

@@ -11,8 +11,8 @@ use burn_autodiff::checkpoint::strategy::{
     BalancedCheckpointing, CheckpointStrategy, NoCheckpointing,
 };
 use burn_cubecl::{CubeBackend, CubeDevice};
-use fmar_autodiff::{FloatTensor, InnerOps, IntTensor, fused_matmul_add_relu};
-use fmar_backend_ext::{composed_masked_gradient, composed_matmul_add_relu_keeping_mask};
+use fmar_autodiff::host_mask::{masked_gradient, masked_gradient_with_column_sums, pack_relu_mask};
+use fmar_autodiff::{FloatTensor, InnerOps, fused_matmul_add_relu};
 use fmar_tests::burn_io::{primitive, primitive_values};
 use fmar_tests::{HostTensor, Outcome, Precision, Problem, Rng, Tolerances, check_outcome};
 
@@ -37,15 +37,12 @@ fn inner_ops() -> InnerOps<Inner> {
     InnerOps {
         forward: composed,
         forward_keeping_mask: |lhs, rhs, bias| {
-            composed_matmul_add_relu_keeping_mask::<Inner>(lhs, rhs, bias)
+            let output = composed(lhs, rhs, bias);
+            let mask = pack_relu_mask::<Inner>(&output);
+            (output, mask)
         },
-        masked_gradient: |grad, mask: IntTensor<Inner>| {
-            composed_masked_gradient::<Inner>(grad, mask, false).0
-        },
-        masked_gradient_with_column_sums: |grad, mask| {
-            let (gated, sums) = composed_masked_gradient::<Inner>(grad, mask, true);
-            (gated, sums.expect("asked for"))
-        },
+        masked_gradient: masked_gradient::<Inner>,
+        masked_gradient_with_column_sums: masked_gradient_with_column_sums::<Inner>,
         matmul: Inner::float_matmul,
     }
 }

@@ -3,8 +3,8 @@
 //! checks as the kernel path.
 
 use burn::backend::{Backend, TensorMetadata};
-use burn::tensor::{Shape, TensorData};
-use fmar_fusion_meta::{Error, Input, MASK_WORD_BITS, check_call, mask_shape};
+use burn::tensor::Shape;
+use fmar_fusion_meta::{Error, Input, check_call};
 
 type FloatTensor<B> = <B as burn::backend::BackendTypes>::FloatTensorPrimitive;
 
@@ -44,77 +44,4 @@ pub fn composed_matmul_add_relu<B: Backend>(
     bias: FloatTensor<B>,
 ) -> FloatTensor<B> {
     try_composed_matmul_add_relu::<B>(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
-}
-
-type IntTensor<B> = <B as burn::backend::BackendTypes>::IntTensorPrimitive;
-
-/// [`composed_matmul_add_relu`] for a call whose backward will run: also the output's ReLU mask
-/// in fmar's layout ([`mask_shape`]: one bit per element, `u32` words), packed on the host,
-/// where these backends keep their tensors.
-pub fn composed_matmul_add_relu_keeping_mask<B: Backend>(
-    lhs: FloatTensor<B>,
-    rhs: FloatTensor<B>,
-    bias: FloatTensor<B>,
-) -> (FloatTensor<B>, IntTensor<B>) {
-    let output = composed_matmul_add_relu::<B>(lhs, rhs, bias);
-    let (shape, device) = (output.shape(), output.device());
-    let values = host_values(read(B::float_into_data(output.clone())));
-    let n = shape[shape.num_dims() - 1];
-    let mask_shape = mask_shape(&shape);
-    let words = mask_shape[mask_shape.num_dims() - 1];
-    let mut mask = vec![0u32; mask_shape.num_elements()];
-    for (index, value) in values.iter().enumerate() {
-        // Where Burn's `relu_backward` lets the gradient through: not `<= 0` (NaN included).
-        if *value > 0.0 || value.is_nan() {
-            let (row, col) = (index / n, index % n);
-            mask[row * words + col / MASK_WORD_BITS] |= 1 << (col % MASK_WORD_BITS);
-        }
-    }
-    let mask = B::int_from_data(TensorData::new(mask, mask_shape), &device);
-    (output, mask)
-}
-
-/// The backward's first step on these backends: `grad ⊙ mask` (`mask` from
-/// [`composed_matmul_add_relu_keeping_mask`]), and with `column_sums` the result's sum over
-/// every dim but the last (`[n]`, in `grad`'s dtype), computed on the host.
-pub fn composed_masked_gradient<B: Backend>(
-    grad: FloatTensor<B>,
-    mask: IntTensor<B>,
-    column_sums: bool,
-) -> (FloatTensor<B>, Option<FloatTensor<B>>) {
-    let (shape, device, dtype) = (grad.shape(), grad.device(), grad.dtype());
-    let mut values = host_values(read(B::float_into_data(grad)));
-    let words: Vec<u32> = read(B::int_into_data(mask))
-        .convert::<u32>()
-        .try_into_vec()
-        .expect("the mask holds u32 words");
-    let n = shape[shape.num_dims() - 1];
-    let row_words = n.div_ceil(MASK_WORD_BITS);
-    let mut sums = vec![0.0f64; n];
-    for (index, value) in values.iter_mut().enumerate() {
-        let (row, col) = (index / n, index % n);
-        if words[row * row_words + col / MASK_WORD_BITS] >> (col % MASK_WORD_BITS) & 1 == 0 {
-            *value = 0.0;
-        }
-        sums[col] += *value;
-    }
-    let tensor = |values: Vec<f64>, shape: Shape| {
-        B::float_from_data(TensorData::new(values, shape).convert_dtype(dtype), &device)
-    };
-    let sums = column_sums.then(|| tensor(sums, Shape::from(vec![n])));
-    (tensor(values, shape), sums)
-}
-
-/// A tensor's data, awaited (these backends compute on the host: nothing waits on a device).
-fn read<F: std::future::Future<Output = Result<TensorData, E>>, E: std::fmt::Debug>(
-    future: F,
-) -> TensorData {
-    cubecl::future::block_on(future).expect("a host tensor reads back")
-}
-
-/// The values of `data`, widened to f64 (exact for every float dtype fmar takes).
-fn host_values(data: TensorData) -> Vec<f64> {
-    data.convert::<f64>()
-        .try_into_vec()
-        .expect("float data converts to f64")
 }

@@ -22,10 +22,7 @@ pub mod kernel {
     };
 }
 
-pub use composed::{
-    composed_masked_gradient, composed_matmul_add_relu, composed_matmul_add_relu_keeping_mask,
-    try_composed_matmul_add_relu,
-};
+pub use composed::{composed_matmul_add_relu, try_composed_matmul_add_relu};
 pub use cube::{
     fused_matmul_add_relu, fused_matmul_add_relu_keeping_mask, input_copies, kernel_launches,
     masked_gradient, masked_gradient_with_column_sums, matmul, product_launches,
