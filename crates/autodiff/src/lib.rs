@@ -58,27 +58,19 @@ pub struct InnerOps<B: Backend> {
 /// The inner backend's matmul for the gradient products.
 pub type Matmul<B> = fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
 
-/// The backward's ops, kept in its state.
-struct BackwardOps<B: Backend> {
-    masked_gradient: MaskedGradient<B>,
-    masked_gradient_with_column_sums: MaskedGradientWithColumnSums<B>,
-    matmul: Matmul<B>,
-}
-
-// Function pointers: copied whatever `B` is (a derive would ask `B: Clone`).
-impl<B: Backend> Clone for BackwardOps<B> {
+// Function pointers: copied whatever `B` is (a derive would ask `B: Clone`). The backward's
+// state keeps the whole set.
+impl<B: Backend> Clone for InnerOps<B> {
     fn clone(&self) -> Self {
-        Self {
-            masked_gradient: self.masked_gradient,
-            masked_gradient_with_column_sums: self.masked_gradient_with_column_sums,
-            matmul: self.matmul,
-        }
+        *self
     }
 }
 
-impl<B: Backend> std::fmt::Debug for BackwardOps<B> {
+impl<B: Backend> Copy for InnerOps<B> {}
+
+impl<B: Backend> std::fmt::Debug for InnerOps<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BackwardOps")
+        f.write_str("InnerOps")
     }
 }
 
@@ -124,11 +116,7 @@ pub fn fused_matmul_add_relu<B: Backend, C: CheckpointStrategy>(
                 mask,
                 shapes,
                 output_shape: output.shape(),
-                ops: BackwardOps {
-                    masked_gradient: ops.masked_gradient,
-                    masked_gradient_with_column_sums: ops.masked_gradient_with_column_sums,
-                    matmul: ops.matmul,
-                },
+                ops,
             };
             prep.finish(state, output)
         }
@@ -166,7 +154,7 @@ struct BackwardState<I, O> {
 struct FusedMatmulAddReluBackward;
 
 impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
-    type State = BackwardState<IntTensor<B>, BackwardOps<B>>;
+    type State = BackwardState<IntTensor<B>, InnerOps<B>>;
 
     fn backward(
         self,
