@@ -128,10 +128,21 @@ def find(rows, shape, pass_, candidate):
 
 
 def timed(row):
-    """The row's ms when it was checked and timed; a SUSPECT or failed row has none."""
+    """The row's ms when it was checked and timed; a SUSPECT or failed row has none. A forward +
+    backward row's figure is the operation's own: the benchmark's loss (`out.sum()` and its
+    backward, timed alone in the same process, `loss_ms`) is taken out, as PyTorch's anchor is
+    seeded with a ready gradient."""
     if row is None or row["status"] != "ok" or row.get("ms") is None:
         return None
-    return row["ms"]
+    return row["ms"] - (row.get("loss_ms") or 0.0)
+
+
+def loss_of(rows, shape):
+    """The loss alone on this shape (`loss_ms` of its forward + backward rows), or `None`."""
+    for row in rows:
+        if tuple(row["shape"]) == tuple(shape) and row.get("loss_ms") is not None:
+            return row["loss_ms"]
+    return None
 
 
 def figure(ms, shape, pass_):
@@ -180,6 +191,9 @@ def table(report, anchor, pass_):
     header = ["shape b,m,k,n", "fmar ms (TFLOP/s, ran)", "Burn fused", "Burn matmul alone"]
     if with_anchor:
         header.append("PyTorch cuBLASLt fused" if forward else "PyTorch fwd+bwd")
+    with_loss = not forward and any(loss_of(rows, shape) is not None for shape in shapes)
+    if with_loss:
+        header.append("loss alone (taken out)")
     header.append("fmar / Burn fused")
     if with_anchor:
         header.append("fmar / cuBLASLt" if forward else "fmar / PyTorch")
@@ -202,6 +216,9 @@ def table(report, anchor, pass_):
                     ms, what = theirs
                     mark = "" if what in ("cuBLASLt", "autograd") else f" {what}†"
                     cells.append(figure(ms, shape, pass_) + mark)
+            if with_loss:
+                loss = loss_of(rows, shape)
+                cells.append("—" if loss is None else f"{loss:.4f}")
             cells.append(ratio(timed(fmar), timed(burn)))
             if with_anchor:
                 cells.append(ratio(timed(fmar), theirs[0] if theirs else None))
@@ -314,7 +331,10 @@ def render(args):
         "call over batches of back-to-back launches, in ms, with TFLOP/s in parentheses (`2·b·m·k·n`",
         "per forward, three times that per forward + backward). `fmar / X` is X's time over fmar's:",
         "above 1, fmar is faster. `ran` is the fmar kernel variant that ran; — marks a candidate",
-        "the run did not measure.",
+        "the run did not measure. A forward + backward is that of a loss, `out.sum()`, because",
+        "Burn's autodiff starts from a scalar; the benchmark times that loss alone (the sum and",
+        "the tensor of ones its backward makes) in the same process, and the forward + backward",
+        "figures of fmar and Burn have it taken out, so that they are the operation's own.",
         "",
     ]
     if any(run["anchor"] for run in runs):
@@ -323,8 +343,9 @@ def render(args):
             "same machine in the same run as the report beside them: cuBLASLt's fused bias + ReLU",
             "epilogue (`torch._addmm_activation`, bias `[n]`) where it applies (`b = 1`); for a",
             "batched shape, marked †, PyTorch's faster of `relu(baddbmm)` and `relu(bmm + bias)`. Its",
-            "forward + backward is autograd through `relu(baddbmm)`. f32 is compared with PyTorch in",
-            "TF32, as fmar's and Burn's f32 tensor-core matmuls run by default.",
+            "forward + backward is autograd through `relu(baddbmm)`, seeded with a ready gradient",
+            "(`out.backward(g)`). f32 is compared with PyTorch in TF32, as fmar's and Burn's f32",
+            "tensor-core matmuls run by default.",
             "",
         ]
     out += ["Measured:", ""]

@@ -32,6 +32,12 @@
 //! column. TFLOP/s count `2 b m k n` for the forward and
 //! three times that for the forward + backward.
 //!
+//! A forward + backward is that of `out.sum()`: Burn's autodiff starts a backward from a
+//! scalar, so each figure includes the loss, `out.sum()` and its backward (a tensor of ones the
+//! output's size). That loss is timed alone once per shape, from a leaf of the output's shape,
+//! and reported with every forward + backward row (`loss_ms`), so that a reader can take it out:
+//! PyTorch's figures in the rendered tables are seeded with a ready gradient, `out.backward(g)`.
+//!
 //! # Why a figure can be trusted
 //!
 //! - Every candidate runs inside `catch_unwind` on inputs uploaded afresh from the same host
@@ -173,6 +179,21 @@ fn main() {
                     )
                 );
                 shape_rows.push(row);
+            }
+        }
+        if passes.contains(&Pass::ForwardBackward) {
+            eprintln!("{shape:?} the loss alone ...");
+            let loss_ms = bench
+                .loss_time(&problem)
+                .map(|time| time.as_secs_f64() * 1e3);
+            match loss_ms {
+                Some(ms) => eprintln!("{shape:?} the loss alone: {ms:.4} ms"),
+                None => eprintln!("{shape:?} the loss alone: not timed"),
+            }
+            for row in &mut shape_rows {
+                if row.pass == Pass::ForwardBackward {
+                    row.loss_ms = loss_ms;
+                }
             }
         }
         report::compare_with_burn_fused(&mut shape_rows);

@@ -105,6 +105,7 @@ impl Bench {
                 .map(|first| first.deviation.rel_error)
                 .filter(|error| error.is_finite()),
             ran: first.as_ref().and_then(|first| first.ran.clone()),
+            loss_ms: None,
             message: None,
         };
         match outcome {
@@ -144,6 +145,27 @@ impl Bench {
             }
         }
         row
+    }
+
+    /// The benchmark's loss alone: `x.sum()` and its backward from a tracked leaf `x` of the
+    /// output's shape and dtype, timed as a forward + backward row is. Every forward + backward
+    /// figure includes this loss (Burn's autodiff starts a backward from a scalar), while
+    /// PyTorch's is seeded with a ready gradient (`out.backward(g)`), so the report carries it
+    /// and the rendered tables subtract it. `None` (with the reason on stderr) where it failed.
+    pub fn loss_time(&self, problem: &Problem) -> Option<Duration> {
+        let [b, m, _, n] = problem.shape;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let x = Tensor::<3>::zeros([b, m, n], (&self.device, self.dtype));
+            median_time_in_batches(&self.device, self.budget, || {
+                let leaf = x.clone().autodiff().require_grad();
+                let grads = leaf.clone().sum().backward();
+                leaf.grad(&grads).expect("the leaf's gradient")
+            })
+        }));
+        let _ = catch_unwind(AssertUnwindSafe(|| self.device.sync()));
+        outcome
+            .map_err(|payload| eprintln!("timing the loss: {}", panic_message(&*payload)))
+            .ok()
     }
 
     /// The candidate's forward, with the testing switches applied.

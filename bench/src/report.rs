@@ -52,6 +52,10 @@ pub struct Row {
     pub rel_error: Option<f64>,
     /// The fmar variant that ran, where fmar's kernel ran.
     pub ran: Option<String>,
+    /// Forward + backward rows: the loss alone (`out.sum()` and its backward, from a leaf of
+    /// the output's shape), median ms in the same process. `ms` includes it; the operation's
+    /// own time is `ms - loss_ms`.
+    pub loss_ms: Option<f64>,
     /// Why it failed, was unavailable, skipped or suspect; or what ran instead of a kernel.
     pub message: Option<String>,
 }
@@ -130,6 +134,7 @@ pub fn skipped(shape: [usize; 4], pass: Pass, candidate: Candidate, why: &str) -
         first_call_ms: None,
         rel_error: None,
         ran: None,
+        loss_ms: None,
         message: Some(why.into()),
     }
 }
@@ -172,6 +177,11 @@ pub fn print_row(dtype: DType, row: &Row) {
         (Some(message), _) => message.clone(),
         (None, Some(ran)) if row.candidate == Candidate::Fmar(None).name() => format!("ran {ran}"),
         _ => String::new(),
+    };
+    let note = match row.loss_ms {
+        Some(loss) if note.is_empty() => format!("loss alone {loss:.4} ms"),
+        Some(loss) => format!("{note}; loss alone {loss:.4} ms"),
+        None => note,
     };
     // One table row: no newlines, no column separators, and not a page of backtrace.
     let mut note = note.replace('\n', " ").replace('|', "\\|");
