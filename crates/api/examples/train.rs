@@ -347,6 +347,8 @@ impl MetricsRenderer for EpochLog {
 struct Run {
     name: &'static str,
     epochs: Vec<Epoch>,
+    /// Optimizer steps (training batches) per epoch.
+    steps_per_epoch: usize,
 }
 
 impl Run {
@@ -359,6 +361,12 @@ impl Run {
         let mut seconds: Vec<f64> = self.epochs.iter().map(|epoch| epoch.seconds).collect();
         seconds.sort_by(f64::total_cmp);
         seconds[seconds.len() / 2]
+    }
+
+    /// Training steps per second over the median epoch (whose time also holds the epoch's
+    /// validation and checkpoint).
+    fn steps_per_second(&self) -> f64 {
+        self.steps_per_epoch as f64 / self.seconds_per_epoch()
     }
 }
 
@@ -388,7 +396,11 @@ where
         return Err(format!("{name}: training failed: {error}").into());
     }
     let epochs = epochs.lock().expect("epoch log").clone();
-    Ok(Run { name, epochs })
+    Ok(Run {
+        name,
+        epochs,
+        steps_per_epoch: loaders.train.num_items().div_ceil(options.batch as usize),
+    })
 }
 
 /// The training and test data loaders, shared by both models: the same batches in the same
@@ -443,17 +455,20 @@ fn main() -> Result<(), Box<dyn Error>> {
     ];
 
     println!();
-    println!("| model | final train loss | test loss | test accuracy | s / epoch (median) |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| model | final train loss | test loss | test accuracy | s / epoch (median) | train steps / s |"
+    );
+    println!("|---|---|---|---|---|---|");
     for run in &runs {
         let last = run.last();
         println!(
-            "| {} | {:.4} | {:.4} | {:.1}% | {:.3} |",
+            "| {} | {:.4} | {:.4} | {:.1}% | {:.3} | {:.1} |",
             run.name,
             last.train_loss,
             last.test_loss,
             last.test_accuracy * 100.0,
-            run.seconds_per_epoch()
+            run.seconds_per_epoch(),
+            run.steps_per_second()
         );
     }
     if !options.no_plot {
