@@ -129,19 +129,19 @@ def find(rows, shape, pass_, candidate):
 
 def timed(row):
     """The row's ms when it was checked and timed; a SUSPECT or failed row has none. A forward +
-    backward row's figure is the operation's own: the benchmark's loss (`out.sum()` and its
-    backward, timed alone in the same process, `loss_ms`) is taken out, as PyTorch's anchor is
-    seeded with a ready gradient."""
+    backward row's figure is the operation's own: the backward's seed (Burn's autodiff filling
+    ones of the output's shape, timed alone in the same process, `seed_ms`) is taken out, as
+    PyTorch's anchor is seeded with a ready gradient."""
     if row is None or row["status"] != "ok" or row.get("ms") is None:
         return None
-    return row["ms"] - (row.get("loss_ms") or 0.0)
+    return row["ms"] - (row.get("seed_ms") or 0.0)
 
 
-def loss_of(rows, shape):
-    """The loss alone on this shape (`loss_ms` of its forward + backward rows), or `None`."""
+def seed_of(rows, shape):
+    """The backward's seed alone on this shape (`seed_ms` of its forward + backward rows)."""
     for row in rows:
-        if tuple(row["shape"]) == tuple(shape) and row.get("loss_ms") is not None:
-            return row["loss_ms"]
+        if tuple(row["shape"]) == tuple(shape) and row.get("seed_ms") is not None:
+            return row["seed_ms"]
     return None
 
 
@@ -191,9 +191,9 @@ def table(report, anchor, pass_):
     header = ["shape b,m,k,n", "fmar ms (TFLOP/s, ran)", "Burn fused", "Burn matmul alone"]
     if with_anchor:
         header.append("PyTorch cuBLASLt fused" if forward else "PyTorch fwd+bwd")
-    with_loss = not forward and any(loss_of(rows, shape) is not None for shape in shapes)
-    if with_loss:
-        header.append("loss alone (taken out)")
+    with_seed = not forward and any(seed_of(rows, shape) is not None for shape in shapes)
+    if with_seed:
+        header.append("seed alone (taken out)")
     header.append("fmar / Burn fused")
     if with_anchor:
         header.append("fmar / cuBLASLt" if forward else "fmar / PyTorch")
@@ -216,9 +216,9 @@ def table(report, anchor, pass_):
                     ms, what = theirs
                     mark = "" if what in ("cuBLASLt", "autograd") else f" {what}†"
                     cells.append(figure(ms, shape, pass_) + mark)
-            if with_loss:
-                loss = loss_of(rows, shape)
-                cells.append("—" if loss is None else f"{loss:.4f}")
+            if with_seed:
+                seed = seed_of(rows, shape)
+                cells.append("—" if seed is None else f"{seed:.4f}")
             cells.append(ratio(timed(fmar), timed(burn)))
             if with_anchor:
                 cells.append(ratio(timed(fmar), theirs[0] if theirs else None))
@@ -331,10 +331,10 @@ def render(args):
         "call over batches of back-to-back launches, in ms, with TFLOP/s in parentheses (`2·b·m·k·n`",
         "per forward, three times that per forward + backward). `fmar / X` is X's time over fmar's:",
         "above 1, fmar is faster. `ran` is the fmar kernel variant that ran; — marks a candidate",
-        "the run did not measure. A forward + backward is that of a loss, `out.sum()`, because",
-        "Burn's autodiff starts from a scalar; the benchmark times that loss alone (the sum and",
-        "the tensor of ones its backward makes) in the same process, and the forward + backward",
-        "figures of fmar and Burn have it taken out, so that they are the operation's own.",
+        "the run did not measure. A forward + backward is seeded with ones of the output's shape",
+        "(`out.backward()`: the gradients of `out.sum()`), a tensor Burn's autodiff fills; the",
+        "benchmark times that fill alone in the same process, and the forward + backward figures",
+        "of fmar and Burn have it taken out, so that they are the operation's own.",
         "",
     ]
     if any(run["anchor"] for run in runs):

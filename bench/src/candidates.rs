@@ -101,7 +101,8 @@ impl Candidate {
     }
 }
 
-/// The forward alone, or the forward and the backward of `out.sum()`.
+/// The forward alone, or the forward and the backward seeded with ones (the gradients of
+/// `out.sum()`).
 #[derive(Clone, Copy, PartialEq, serde::Serialize)]
 pub enum Pass {
     #[serde(rename = "forward")]

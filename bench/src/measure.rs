@@ -6,7 +6,7 @@ use crate::reference::{Deviation, Gradients, Problem};
 use crate::report::{Row, Status, format_tflops};
 use burn::tensor::{DType, Device, Tensor};
 use fmar::kernel::{force_variant, last_launched_variant};
-use fmar_bench::timing::{first_call, median_time_in_batches};
+use fmar_bench::timing::{Timing, first_call, median_time_in_batches};
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
@@ -43,9 +43,9 @@ impl Bench {
     pub fn measure(&self, problem: &Problem, candidate: Candidate, pass: Pass) -> Row {
         force_variant(candidate.forced());
         let mut first: Option<Checked> = None;
-        // `Ok(Ok(time))`: checked and timed; `Ok(Err(why))`: unavailable; `Err(why)`: failed.
+        // `Ok(Ok(timing))`: checked and timed; `Ok(Err(why))`: unavailable; `Err(why)`: failed.
         let outcome = catch_unwind(AssertUnwindSafe(
-            || -> Result<Result<Duration, String>, String> {
+            || -> Result<Result<Timing, String>, String> {
                 let (lhs, rhs, bias) = problem.upload(&self.device, self.dtype);
                 self.device
                     .sync()
@@ -105,7 +105,8 @@ impl Bench {
                 .map(|first| first.deviation.rel_error)
                 .filter(|error| error.is_finite()),
             ran: first.as_ref().and_then(|first| first.ran.clone()),
-            loss_ms: None,
+            seed_ms: None,
+            issue_us: None,
             message: None,
         };
         match outcome {
@@ -117,8 +118,10 @@ impl Bench {
                 row.status = Status::Unavailable;
                 row.message = Some(unavailable);
             }
-            Ok(Ok(time)) => {
+            Ok(Ok(timing)) => {
+                let time = timing.per_call;
                 let ms = time.as_secs_f64() * 1e3;
+                row.issue_us = Some(timing.issued_per_call.as_secs_f64() * 1e6);
                 let tflops = Pass::flops(problem.shape, pass) / time.as_secs_f64() / 1e12;
                 row.ms = Some(ms);
                 row.tflops = Some(tflops);
@@ -147,24 +150,25 @@ impl Bench {
         row
     }
 
-    /// The benchmark's loss alone: `x.sum()` and its backward from a tracked leaf `x` of the
-    /// output's shape and dtype, timed as a forward + backward row is. Every forward + backward
-    /// figure includes this loss (Burn's autodiff starts a backward from a scalar), while
-    /// PyTorch's is seeded with a ready gradient (`out.backward(g)`), so the report carries it
-    /// and the rendered tables subtract it. `None` (with the reason on stderr) where it failed.
-    pub fn loss_time(&self, problem: &Problem) -> Option<Duration> {
+    /// The backward's seed alone: `x.backward()` from a tracked leaf `x` of the output's shape
+    /// and dtype, which is Burn's autodiff filling a tensor of ones that size, timed as the
+    /// forward and backward rows are. Every forward and backward figure includes this fill,
+    /// while PyTorch's is seeded with a ready gradient (`out.backward(g)`), so the report
+    /// carries it and the rendered tables take it out. `None` (with the reason on stderr) where
+    /// it failed.
+    pub fn seed_time(&self, problem: &Problem) -> Option<Timing> {
         let [b, m, _, n] = problem.shape;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let x = Tensor::<3>::zeros([b, m, n], (&self.device, self.dtype));
             median_time_in_batches(&self.device, self.budget, || {
                 let leaf = x.clone().autodiff().require_grad();
-                let grads = leaf.clone().sum().backward();
+                let grads = leaf.backward();
                 leaf.grad(&grads).expect("the leaf's gradient")
             })
         }));
         let _ = catch_unwind(AssertUnwindSafe(|| self.device.sync()));
         outcome
-            .map_err(|payload| eprintln!("timing the loss: {}", panic_message(&*payload)))
+            .map_err(|payload| eprintln!("timing the seed: {}", panic_message(&*payload)))
             .ok()
     }
 
@@ -191,7 +195,8 @@ impl Bench {
         })
     }
 
-    /// One forward + backward of `out.sum()` from fresh leaves over the uploaded inputs.
+    /// One forward + backward from fresh leaves over the uploaded inputs, seeded with ones of the
+    /// output's shape (`out.backward()`: the gradients of `out.sum()`, without the sum).
     fn step(
         &self,
         candidate: Candidate,
@@ -209,7 +214,7 @@ impl Bench {
             rhs.clone(),
             bias.clone(),
         )?;
-        let grads = out.clone().sum().backward();
+        let grads = out.backward();
         let missing = |what: &str| format!("no gradient for {what}");
         Ok(Step {
             out: out.inner(),

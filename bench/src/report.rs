@@ -52,10 +52,13 @@ pub struct Row {
     pub rel_error: Option<f64>,
     /// The fmar variant that ran, where fmar's kernel ran.
     pub ran: Option<String>,
-    /// Forward + backward rows: the loss alone (`out.sum()` and its backward, from a leaf of
-    /// the output's shape), median ms in the same process. `ms` includes it; the operation's
-    /// own time is `ms - loss_ms`.
-    pub loss_ms: Option<f64>,
+    /// Forward + backward rows: the backward's seed alone (Burn's autodiff filling a tensor of
+    /// ones the output's size), median ms in the same process. `ms` includes it; the operation's
+    /// own time is `ms - seed_ms`.
+    pub seed_ms: Option<f64>,
+    /// Median host time per call to issue a batch of calls, before waiting for the device, in
+    /// microseconds: where it is close to `ms`, the host bounds the figure.
+    pub issue_us: Option<f64>,
     /// Why it failed, was unavailable, skipped or suspect; or what ran instead of a kernel.
     pub message: Option<String>,
 }
@@ -134,7 +137,8 @@ pub fn skipped(shape: [usize; 4], pass: Pass, candidate: Candidate, why: &str) -
         first_call_ms: None,
         rel_error: None,
         ran: None,
-        loss_ms: None,
+        seed_ms: None,
+        issue_us: None,
         message: Some(why.into()),
     }
 }
@@ -178,11 +182,16 @@ pub fn print_row(dtype: DType, row: &Row) {
         (None, Some(ran)) if row.candidate == Candidate::Fmar(None).name() => format!("ran {ran}"),
         _ => String::new(),
     };
-    let note = match row.loss_ms {
-        Some(loss) if note.is_empty() => format!("loss alone {loss:.4} ms"),
-        Some(loss) => format!("{note}; loss alone {loss:.4} ms"),
-        None => note,
-    };
+    let mut note = note;
+    for (what, value) in [
+        ("issued in", row.issue_us.map(|us| format!("{us:.1} us"))),
+        ("seed alone", row.seed_ms.map(|ms| format!("{ms:.4} ms"))),
+    ] {
+        if let Some(value) = value {
+            let separator = if note.is_empty() { "" } else { "; " };
+            note = format!("{note}{separator}{what} {value}");
+        }
+    }
     // One table row: no newlines, no column separators, and not a page of backtrace.
     let mut note = note.replace('\n', " ").replace('|', "\\|");
     if note.chars().count() > 160 {

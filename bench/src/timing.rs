@@ -23,6 +23,16 @@ pub fn first_call<T>(
     ))
 }
 
+/// What [`median_time_in_batches`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Median time per call, the device's work included.
+    pub per_call: Duration,
+    /// Median host time per call to issue the batch, before the sync: the host's share. Where
+    /// it is close to `per_call`, the host bounds the figure, not the device.
+    pub issued_per_call: Duration,
+}
+
 /// Median time per call of `f`, over batches of back-to-back calls each synchronised with
 /// `device` once, within about `budget`. One warm-up call sizes the batches (up to 200 calls,
 /// 3 to 15 batches), so a launch that takes microseconds is timed over many launches rather
@@ -32,7 +42,7 @@ pub fn median_time_in_batches<T>(
     device: &Device,
     budget: Duration,
     mut f: impl FnMut() -> T,
-) -> Duration {
+) -> Timing {
     let start = Instant::now();
     let kept = f();
     device.sync().expect("device sync");
@@ -41,16 +51,21 @@ pub fn median_time_in_batches<T>(
     let per_batch = ((budget.as_secs_f64() / 10.0) / one.as_secs_f64()).clamp(1.0, 200.0) as usize;
     let batches =
         ((budget.as_secs_f64() / (one.as_secs_f64() * per_batch as f64)) as usize).clamp(3, 15);
-    let mut samples: Vec<Duration> = (0..batches)
+    let (mut totals, mut issued): (Vec<Duration>, Vec<Duration>) = (0..batches)
         .map(|_| {
             let start = Instant::now();
             let kept: Vec<T> = (0..per_batch).map(|_| f()).collect();
+            let issued = start.elapsed() / per_batch as u32;
             device.sync().expect("device sync");
             let elapsed = start.elapsed() / per_batch as u32;
             drop(kept);
-            elapsed
+            (elapsed, issued)
         })
-        .collect();
-    samples.sort();
-    samples[samples.len() / 2]
+        .unzip();
+    totals.sort();
+    issued.sort();
+    Timing {
+        per_call: totals[totals.len() / 2],
+        issued_per_call: issued[issued.len() / 2],
+    }
 }

@@ -86,10 +86,12 @@ fn main() {
         let composed_time = median_time_in_batches(&device, BUDGET, || {
             let out = fmar::matmul_add_relu_nd(lhs_t.clone(), rhs_t.clone(), bias_t.clone());
             std::hint::black_box(out.into_data());
-        });
+        })
+        .per_call;
         let loop_time = median_time_in_batches(&device, BUDGET, || {
             std::hint::black_box(fused_loop(&lhs, &rhs, &bias, m, k, n));
-        });
+        })
+        .per_call;
         let gflops = |time: Duration| 2.0 * (m * k * n) as f64 / time.as_secs_f64() / 1e9;
         println!(
             "| {m} × {k} × {n} | {:.1} | {:.1} | {:.2}× |",
