@@ -9,7 +9,8 @@
 //!   reference, each in its input's own shape.
 //!
 //! `FMAR_PROPTEST_CASES` raises the case count (CI runs the default); `FMAR_TEST_SEED` fixes
-//! the data of a failing case, whose seed every failure prints.
+//! the data of a failing case, whose seed every failure prints; `FMAR_PROPTEST_VERBOSE` prints
+//! each case and its time as it runs.
 
 use burn::backend::fusion::Fusion;
 use burn::backend::{AutodiffBackend, Backend, DispatchDevice, TensorMetadata};
@@ -214,9 +215,19 @@ fn random_cases_match_the_f64_reference() {
         .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))
         .collect();
     let products_before = fmar::diagnostics::gradient_product_launches();
+    // `FMAR_PROPTEST_VERBOSE`: each case and its time on stderr, as it runs (a slow or stuck
+    // case is then the last one printed).
+    let verbose = std::env::var_os("FMAR_PROPTEST_VERBOSE").is_some();
     for_random_cases(48, precisions, |case| {
         let launches = fmar::diagnostics::kernel_launches();
+        let started = std::time::Instant::now();
+        if verbose {
+            eprintln!("case {case:?} ...");
+        }
         check_case(case);
+        if verbose {
+            eprintln!("  done in {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
+        }
         // Which kernel variant ran (`FMAR_KERNEL` pins one; otherwise fmar's own choice):
         // "none" when the case handed nothing to fmar's kernel (an empty output, or `k = 0`
         // under Fusion), since the last launched variant is then an earlier case's.
