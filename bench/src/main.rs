@@ -38,7 +38,8 @@
 //! backward row (`seed_ms`), so that a reader can take it out: PyTorch's figures in the rendered
 //! tables are seeded with a ready gradient, `out.backward(g)`. Each row also reports the host's
 //! time to issue a call (`issue_us`, the median over batches, before the sync): where it is
-//! close to the figure, the host bounds it.
+//! close to the figure, the host bounds it. It is a floor of the host's cost, since Fusion may
+//! run queued operations, and launch their kernels, at the sync.
 //!
 //! # Why a figure can be trusted
 //!

@@ -57,7 +57,8 @@ pub struct Row {
     /// own time is `ms - seed_ms`.
     pub seed_ms: Option<f64>,
     /// Median host time per call to issue a batch of calls, before waiting for the device, in
-    /// microseconds: where it is close to `ms`, the host bounds the figure.
+    /// microseconds: where it is close to `ms`, the host bounds the figure. A floor of the
+    /// host's cost: Fusion may run queued operations (and launch their kernels) at the sync.
     pub issue_us: Option<f64>,
     /// Why it failed, was unavailable, skipped or suspect; or what ran instead of a kernel.
     pub message: Option<String>,
