@@ -15,6 +15,7 @@ Inputs:
   objects keyed by `dtype` and `shape`, with `lt_relu_bias_ms` (cuBLASLt's fused bias + ReLU,
   batch 1 only), `baddbmm_relu_ms`, `unfused_ms`, `matmul_only_ms` and `fwd_bwd_ms`. An f32
   report is compared with its `tf32` rows: f32 matmuls run in TF32 unless cubek is told not to;
+- optionally `mlp_step --json` reports (`--memory`): a training step's memory, one row each;
 - `bench/bounds.md`: the hand-written "what bounds it" paragraphs, one `## <row group>` section
   per row group (`large shapes`, `small m`, `batched small`).
 
@@ -226,6 +227,37 @@ def table(report, anchor, pass_):
     return lines
 
 
+def memory_section(paths, page_dir):
+    """The "Memory in a training step" section, from `mlp_step --json` reports."""
+    lines = [
+        "## Memory in a training step",
+        "",
+        "One training step of a multilayer perceptron (`mlp_step` in [bench/](bench/)): hidden",
+        "`Linear` + ReLU layers and a `Linear` head on a batch of inputs, the loss `mean(out²)` and",
+        "its backward, with the same weights in fmar's `FusedMlp` and in Burn's `Linear` + `relu`.",
+        "*Kept for backward* is the device memory in use after the forward less what was in use",
+        "before it (the model and the input): what autodiff holds for the backward. *After",
+        "backward* adds the gradients. cubecl reports bytes in use, not a peak, so these are read",
+        "at the step's two boundaries, with the device's queue drained.",
+        "",
+        "| dtype | batch x width, layers | fmar kept (MiB) | Burn kept (MiB) | fmar after backward | Burn after backward | fmar step (ms) | Burn step (ms) | report |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for path in paths:
+        with open(path) as f:
+            report = json.load(f)
+        models = {m["model"].split()[0].lower(): m for m in report["models"]}
+        fmar, burn = models.get("fmar"), models.get("burn")
+        if fmar is None or burn is None:
+            sys.exit(f"{path}: expected an fmar and a Burn model")
+        lines.append(
+            f"| {report['dtype']} | {report['rows']} x {report['width']}, {report['layers']} + head "
+            f"| {fmar['kept_for_backward_mib']:.1f} | {burn['kept_for_backward_mib']:.1f} "
+            f"| {fmar['after_backward_mib']:.1f} | {burn['after_backward_mib']:.1f} "
+            f"| {fmar['step_ms']:.3f} | {burn['step_ms']:.3f} | [json]({link(path, page_dir)}) |")
+    return lines
+
+
 def chart_panel(run):
     """One panel of the chart: the forward TFLOP/s of fmar, Burn's two paths and the anchor."""
     report = run["report"]
@@ -385,6 +417,9 @@ def render(args):
         if out[-1] == "":
             out.pop()
 
+    if args.memory:
+        out += [""] + memory_section(args.memory, page_dir)
+
     chart = bench_chart.forward_chart([chart_panel(run) for run in runs])
     if chart is not None:
         os.makedirs(os.path.dirname(os.path.abspath(args.chart)), exist_ok=True)
@@ -446,6 +481,8 @@ def main():
     parser.add_argument("--command", action="append", help="the exact benchmark command")
     parser.add_argument("--date", action="append", help="YYYY-MM-DD (default: from the label or the path)")
     parser.add_argument("--note", action="append", help="a sentence printed under the report's heading")
+    parser.add_argument("--memory", nargs="+", metavar="MLP.json",
+                        help="mlp_step --json reports: the memory of a training step, one row each")
     parser.add_argument("--bounds", default=os.path.join(bench_dir, "bounds.md"),
                         help="the hand-written paragraphs (default: bench/bounds.md)")
     parser.add_argument("--chart", default=os.path.join(bench_dir, "chart.svg"),

@@ -16,7 +16,8 @@
 //! - `after backward`: with the gradients computed, less the same baseline.
 //!
 //! Each model runs `--warmup` steps first (compilation, autotune), then `--steps` timed steps,
-//! each synchronised; the median is reported. CubeCL devices only.
+//! each synchronised; the median is reported. CubeCL devices only. `--json PATH` also writes the
+//! figures as JSON, which `render_benchmarks.py --memory` renders.
 
 use burn::nn::{Linear, Relu};
 use burn::tensor::{Device, Distribution, FloatDType, Tensor};
@@ -67,6 +68,18 @@ struct Options {
     /// Timed steps per model.
     #[arg(long, default_value_t = 10)]
     steps: usize,
+    /// Also write the figures to this JSON file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+/// One model's figures, as `--json` writes them.
+#[derive(serde::Serialize)]
+struct ModelFigures {
+    model: &'static str,
+    kept_for_backward_mib: f64,
+    after_backward_mib: f64,
+    step_ms: f64,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -118,6 +131,7 @@ fn main() {
          Linear head",
         device, dtype
     );
+    let mut figures = Vec::new();
     println!("| model | kept for backward (MiB) | after backward (MiB) | step (ms) |");
     println!("|---|---|---|---|");
     let models: [(&str, &dyn Fn(Tensor<2>) -> Tensor<2>); 2] = [
@@ -150,11 +164,30 @@ fn main() {
         times.sort();
         let median = times[times.len() / 2];
         let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        let row = ModelFigures {
+            model: name,
+            kept_for_backward_mib: mib(kept),
+            after_backward_mib: mib(after),
+            step_ms: median.as_secs_f64() * 1e3,
+        };
         println!(
             "| {name} | {:.1} | {:.1} | {:.3} |",
-            mib(kept),
-            mib(after),
-            median.as_secs_f64() * 1e3
+            row.kept_for_backward_mib, row.after_backward_mib, row.step_ms
         );
+        figures.push(row);
+    }
+    if let Some(path) = &options.json {
+        let report = serde_json::json!({
+            "device": format!("{device:?}"),
+            "dtype": format!("{:?}", options.dtype).to_lowercase(),
+            "rows": rows,
+            "width": width,
+            "layers": layers,
+            "models": figures,
+        });
+        let text = serde_json::to_string_pretty(&report).expect("the figures serialise");
+        if let Err(error) = std::fs::write(path, text + "\n") {
+            eprintln!("could not write {}: {error}", path.display());
+        }
     }
 }

@@ -6,7 +6,7 @@ use crate::contract::Dims;
 use crate::launch::run_checked;
 use crate::{LaunchError, Operands, Routine, TileKind, Variant};
 use cubecl::client::Client;
-use cubecl::ir::ElemType;
+use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::TensorBinding;
 use std::sync::RwLock;
 
@@ -89,7 +89,8 @@ pub(crate) fn launch_selected(
 /// Without autotune: fmar's Hopper kernel where the device, the dtype and the layout allow it
 /// (at any size: measured on an H200 it beats every other variant from `1 x 64 x 64` up, its
 /// tile shrinking with the problem); else a tensor-core routine for problems
-/// big enough to feed it, when the device has tensor cores for the dtype; the tiled kernel
+/// big enough to feed it, when the device has tensor cores for the dtype (for f32: TF32 ones,
+/// where cubek may round to TF32, as CUDA lists its f32 tensor cores); the tiled kernel
 /// otherwise, and whenever the others decline.
 #[cfg_attr(feature = "autotune", allow(dead_code))]
 fn launch_heuristic(
@@ -119,11 +120,22 @@ fn launch_heuristic(
 
 fn has_tensor_cores(client: &Client, dtype: ElemType) -> bool {
     let features = &client.properties().features.matmul;
+    let allow_tf32 = cubek_std::config::MatmulConfig::get().allow_tf32;
     features
         .mma
         .iter()
         .chain(features.cmma.iter())
-        .any(|config| config.a_type == dtype)
+        .any(|config| tensor_cores_take(config.a_type, dtype, allow_tf32))
+}
+
+/// Whether tensor-core instructions whose inputs are `a_type` can run a `dtype` problem: their
+/// own type, or f32 rounded to TF32 where cubek may round (`allow_tf32`, its default), which is
+/// how CUDA lists its f32 tensor cores and how cubek's routines run f32.
+fn tensor_cores_take(a_type: ElemType, dtype: ElemType, allow_tf32: bool) -> bool {
+    a_type == dtype
+        || (allow_tf32
+            && dtype == ElemType::Float(FloatKind::F32)
+            && a_type == ElemType::Float(FloatKind::TF32))
 }
 
 #[cfg_attr(not(feature = "autotune"), allow(dead_code))]
@@ -226,5 +238,27 @@ mod autotune {
             },
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tensor_cores_take;
+    use cubecl::ir::{ElemType, FloatKind};
+
+    const F32: ElemType = ElemType::Float(FloatKind::F32);
+    const TF32: ElemType = ElemType::Float(FloatKind::TF32);
+    const F16: ElemType = ElemType::Float(FloatKind::F16);
+
+    /// CUDA lists its f32 tensor cores as TF32: an f32 problem takes them while cubek may round
+    /// to TF32, and only then.
+    #[test]
+    fn f32_takes_tf32_tensor_cores_only_where_rounding_is_allowed() {
+        assert!(tensor_cores_take(TF32, F32, true));
+        assert!(!tensor_cores_take(TF32, F32, false));
+        assert!(tensor_cores_take(F32, F32, false));
+        assert!(tensor_cores_take(F16, F16, false));
+        assert!(!tensor_cores_take(TF32, F16, true));
+        assert!(!tensor_cores_take(F16, F32, true));
     }
 }
