@@ -60,10 +60,11 @@
 //! - The forward + backward checks its forward output as above and its gradients (those of
 //!   `out.sum()`, which the seed of ones gives) against the exact ones given that output's ReLU
 //!   mask `M = out > 0`, computed on the CPU in f32 as well: `grad lhs = M @ rhs^T` on the
-//!   sampled rows, `grad rhs = lhs^T @ M` on up to 64 strided columns, `grad bias` (the column sums of `M`) whole; every gradient value is
-//!   checked finite. Using the candidate's own mask makes the check exact where the
-//!   pre-activation is within rounding of 0 and two correct implementations may take opposite
-//!   sides of the ReLU's kink. For `burn matmul`, `M` is all ones.
+//!   sampled rows, `grad rhs = lhs^T @ M` on up to 64 strided columns, `grad bias` (the column
+//!   sums of `M`) whole; every gradient value is checked finite. Using the candidate's own mask
+//!   makes the check exact where the pre-activation is within rounding of 0 and two correct
+//!   implementations may take opposite sides of the ReLU's kink. For `burn matmul`, `M` is all
+//!   ones.
 //! - A forced variant that cannot run a problem on the device falls back to fmar's own choice;
 //!   such a row is reported `unavailable` (naming what ran instead) and not timed. The `naive`
 //!   variant is skipped for `m n k > 2^30`, where it would take most of the run's time (not

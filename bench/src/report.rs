@@ -178,12 +178,11 @@ pub fn print_row(dtype: DType, row: &Row) {
     let number = |value: Option<f64>, digits: usize| {
         value.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
     };
-    let note = match (&row.message, &row.ran) {
+    let mut note = match (&row.message, &row.ran) {
         (Some(message), _) => message.clone(),
         (None, Some(ran)) if row.candidate == Candidate::Fmar(None).name() => format!("ran {ran}"),
         _ => String::new(),
     };
-    let mut note = note;
     for (what, value) in [
         ("issued in", row.issue_us.map(|us| format!("{us:.1} us"))),
         ("seed alone", row.seed_ms.map(|ms| format!("{ms:.4} ms"))),

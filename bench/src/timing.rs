@@ -37,10 +37,12 @@ pub struct Timing {
 /// `device` once, within about `budget`. One warm-up call sizes the batches (up to 200 calls,
 /// 3 to 15 batches), so a launch that takes microseconds is timed over many launches rather
 /// than one launch plus a sync. Before the timed batches, `f` runs untimed for about half the
-/// budget (at least 50 ms): a device that sat idle, as it does while the first call compiles,
-/// runs slower for its first tens of milliseconds (on the H200, the first shape of a process
-/// measured 0.21-0.23 ms at bf16 4096³ against 0.195-0.198 with a longer run). Results stay
-/// alive until the sync: Fusion skips work whose result is dropped unread.
+/// budget (at least 50 ms), so that no timed batch follows straight on the idle device of the
+/// first call's compilation. (On the H200 the first shape of a process had measured 0.21-0.23
+/// ms at bf16 4096³ against 0.195-0.198 in a longer run; with this warm-up it still measured
+/// 0.2256 on another machine, so that difference lies elsewhere: the figures move with the
+/// machine and its power cap.) Results stay alive until the sync: Fusion skips work whose
+/// result is dropped unread.
 pub fn median_time_in_batches<T>(
     device: &Device,
     budget: Duration,
