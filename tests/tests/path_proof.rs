@@ -103,30 +103,33 @@ fn backward_products_run_on_the_hopper_kernel_exactly_on_hopper() {
     let _guard = counter_lock();
     let device = Device::default();
     let hopper = is_hopper(&device);
-    // The Hopper kernel runs half precisions; bf16 is absent on wgpu's WGSL compiler.
-    let precision = if hopper {
-        Precision::BF16
+    // The Hopper kernel runs half precisions and f32 (through TF32); bf16 is absent on wgpu's
+    // WGSL compiler.
+    let precisions: &[Precision] = if hopper {
+        &[Precision::BF16, Precision::F32]
     } else {
-        Precision::F16
+        &[Precision::F16]
     };
-    if !common::runs(precision) {
-        return;
+    for &precision in precisions {
+        if !common::runs(precision) {
+            continue;
+        }
+        let mut rng = Rng::fresh();
+        let before = diagnostics::gradient_product_launches();
+        common::check_random_nd::<3, 1>(
+            "backward products",
+            (&[2, 136, 72], &[1, 72, 200], &[200]),
+            precision,
+            &device.clone().autodiff(),
+            &mut rng,
+        );
+        let ran = diagnostics::gradient_product_launches() - before;
+        assert_eq!(
+            ran,
+            if hopper { 2 } else { 0 },
+            "{precision:?} gradient products on fmar's Hopper kernel (Hopper device: {hopper})"
+        );
     }
-    let mut rng = Rng::fresh();
-    let before = diagnostics::gradient_product_launches();
-    common::check_random_nd::<3, 1>(
-        "backward products",
-        (&[2, 136, 72], &[1, 72, 200], &[200]),
-        precision,
-        &device.clone().autodiff(),
-        &mut rng,
-    );
-    let ran = diagnostics::gradient_product_launches() - before;
-    assert_eq!(
-        ran,
-        if hopper { 2 } else { 0 },
-        "gradient products on fmar's Hopper kernel (Hopper device: {hopper})"
-    );
 }
 
 /// Whether `device` is a CUDA GPU of compute capability 9.0, as cubecl-cuda names it.

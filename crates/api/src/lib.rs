@@ -105,8 +105,8 @@ pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
 
     /// `lhs @ rhs` with broadcast batch dims: the backward's gradient products (`grad @ rhsᵀ`,
     /// `lhsᵀ @ grad`, transposes as views). On `CubeBackend` it runs on fmar's Hopper kernel
-    /// where that kernel runs (a Hopper GPU, `f16` and `bf16`), else on the backend's own
-    /// matmul, as on every other backend.
+    /// where that kernel runs (a Hopper GPU; `f16`, `bf16`, and `f32` through TF32), else on
+    /// the backend's own matmul, as on every other backend.
     ///
     /// Panics on invalid inputs, like the backend's own matmul.
     #[fusion(dtype = lhs, shape = matmul_shape(lhs, rhs))]

@@ -152,8 +152,9 @@ pub fn fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor)
 }
 
 /// `lhs @ rhs` with broadcast batch dims, for the backward's gradient products: on fmar's Hopper
-/// kernel where it runs (a Hopper GPU, `f16` or `bf16` operands whose strides the TMA engine can
-/// follow, transposed views included), else on Burn's own matmul. The operands are valid
+/// kernel where it runs (a Hopper GPU; `f16` or `bf16` operands, or `f32` rounded to TF32 as
+/// Burn's own f32 matmul rounds them, whose strides the TMA engine can follow, transposed views
+/// included), else on Burn's own matmul. The operands are valid
 /// (the forward checked them); a product with no elements, or `k = 0`, goes to Burn's matmul,
 /// as does a storage-tiled operand.
 pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
@@ -161,7 +162,7 @@ pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
     let rank = out_shape.num_dims();
     let k = lhs.meta.shape()[rank - 1];
     let dtype = lhs.dtype;
-    let worth_trying = matches!(dtype, DType::F16 | DType::BF16)
+    let worth_trying = matches!(dtype, DType::F16 | DType::BF16 | DType::F32)
         && out_shape.num_elements() > 0
         && k > 0
         && !lhs.meta.is_tiled()

@@ -176,6 +176,9 @@ fn hopper_runs_exactly_where_the_device_has_it() {
             true,
             false,
         ),
+        // A ragged `k` (77) with both operands in the layouts f32 copies K-major first: the
+        // copies' rows are padded to 16 bytes.
+        (&[200, 77], &[77, 136], &[136], true, false),
     ];
     for precision in hopper_precisions(hopper_device) {
         for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major, rhs_k_major) in problems {
@@ -199,7 +202,7 @@ fn hopper_runs_exactly_where_the_device_has_it() {
                     ),
                     &got,
                     &problem.output.data,
-                    Tolerance::for_precision(precision),
+                    contract::tolerance(precision),
                     problem.forward_scale(),
                     rng.seed(),
                 );
@@ -268,7 +271,7 @@ fn hopper_product_runs_exactly_where_the_device_has_it() {
                     ),
                     &got,
                     expected,
-                    Tolerance::for_precision(precision),
+                    contract::tolerance(precision),
                     problem.forward_scale(),
                     rng.seed(),
                 );
@@ -331,11 +334,11 @@ fn hopper_operands(
     (operands, out)
 }
 
-/// The dtypes the Hopper tests run: both half precisions on a Hopper device; elsewhere f16
-/// alone (the decline is the same for both), where the device runs it.
+/// The dtypes the Hopper tests run: both half precisions and f32 (through TF32) on a Hopper
+/// device; elsewhere f16 alone (the decline is the same for all), where the device runs it.
 fn hopper_precisions(hopper_device: bool) -> Vec<Precision> {
     let candidates: &[Precision] = if hopper_device {
-        &[Precision::BF16, Precision::F16]
+        &[Precision::BF16, Precision::F16, Precision::F32]
     } else {
         &[Precision::F16]
     };
@@ -403,7 +406,7 @@ fn each_variant_runs_exactly_where_expected() {
                     &variant.name(),
                     &got,
                     &problem.output.data,
-                    Tolerance::for_precision(precision),
+                    contract::tolerance(precision),
                     problem.forward_scale(),
                     rng.seed(),
                 );
@@ -429,7 +432,7 @@ fn each_variant_runs_exactly_where_expected() {
 ///
 /// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); 1100 rows give
 /// the bias gradient's last step more partial sums than it has unit rows; the batch is
-/// kept and broadcast; on a Hopper device the half precisions run the Hopper kernel, whose
+/// kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through TF32), whose
 /// epilogue writes the mask (asserted), including a few-row problem whose `k` is split, where
 /// the mask is packed after the split-K sum; everywhere the other variants' output is packed
 /// by the mask kernel. Every dtype the device runs.
@@ -473,7 +476,7 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
             )
             .expect("the tracked forward runs every valid problem");
             let label = format!("{precision:?} lhs {lhs_shape:?} rhs {rhs_shape:?}");
-            if hopper_device && precision != Precision::F32 {
+            if hopper_device {
                 assert_eq!(
                     kernel::last_launched_variant(),
                     Some(kernel::Variant::Hopper),
@@ -485,7 +488,7 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
                 &label,
                 &stored,
                 &problem.output.data,
-                Tolerance::for_precision(precision),
+                contract::tolerance(precision),
                 problem.forward_scale(),
                 rng.seed(),
             );

@@ -1,5 +1,6 @@
 //! The Hopper kernel, persistent: each cube walks output tiles of its [`TileShape`] (grouped
-//! order, batch outermost) until none are left. A producer unit brings `TILE_K`-deep slices of
+//! order, batch outermost) until none are left. A producer unit brings slices of `k` one
+//! 128-byte swizzle line deep (64 half-precision or 32 f32 elements) of
 //! `lhs` and `rhs` into a ring of shared-memory stages with the TMA engine (128-byte swizzle,
 //! zero fill past the edges); one consumer warpgroup per 64 rows of the tile runs the
 //! warpgroup MMAs of every stage, hands the stage back, and after the last one adds the bias
@@ -18,8 +19,8 @@
 //! parity, so the first round's wait on `empty` passes at once. A barrier is named by a
 //! compile-time index, so each k-block picks its stage's code among `stages` unrolled copies.
 
-use super::plan::{PANEL, TILE_K, TileShape};
-use super::wgmma::{MmaShape, descriptor, mma_stage, shared_address, store_matrix_x4};
+use super::plan::{LINE_BYTES, TileShape, line_elems};
+use super::wgmma::{MmaShape, Operand, descriptor, mma_stage, shared_address, store_matrix_x4};
 use crate::common::{batch_offset, relu};
 use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
@@ -27,10 +28,6 @@ use cubecl::prelude::*;
 /// Output tile rows grouped together in the launch order, so that cubes running at the same
 /// time share `rhs` tiles in L2.
 const GROUP_M: usize = 8;
-/// Columns of one output chunk: 64 half-precision elements, one 128-byte swizzle line.
-pub(crate) const CHUNK_COLS: usize = 64;
-/// Elements of one output chunk of a warpgroup's 64 rows.
-const OUT_CHUNK: usize = 64 * CHUNK_COLS;
 
 /// What the kernel is compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,8 +42,8 @@ pub(crate) struct KernelConfig {
     pub lhs_batched: bool,
     /// Whether `rhs` follows the batch (else it is broadcast over it: a shared weight).
     pub rhs_batched: bool,
-    /// Whether the operands are bf16 (else f16).
-    pub bf16: bool,
+    /// The operands' and the output's type, as the MMAs read it.
+    pub operand: Operand,
     /// Whether the bias is the same for every row (stride 0 along `m`): then it is staged in
     /// shared memory once per tile.
     pub bias_row_broadcast: bool,
@@ -84,15 +81,16 @@ impl Epilogue {
 }
 
 impl KernelConfig {
-    /// The MMAs of one stage: four `m64nNk16` along `TILE_K`, `N` the tile's columns. A k16
-    /// step moves 32 bytes along a K-major 128-byte swizzle row, or two 8-row groups (2 x 1024
-    /// bytes) of an MN-major one.
+    /// The MMAs of one stage: four `m64nNkK` along one swizzle line (`K` = 16 half-precision
+    /// or 8 TF32 elements), `N` the tile's columns. A step moves 32 bytes along a K-major
+    /// 128-byte swizzle row, or two 8-row groups (2 x 1024 bytes) of an MN-major one (half
+    /// precision only).
     pub fn mma(self) -> MmaShape {
         let step = |k_major: bool| if k_major { 32 >> 4 } else { 2048 >> 4 };
         MmaShape {
             n: self.tile.n,
-            ksteps: TILE_K / 16,
-            bf16: self.bf16,
+            ksteps: self.tile_k() / self.operand.mma_k(),
+            operand: self.operand,
             a_mn_major: self.lhs_m_major,
             b_mn_major: !self.rhs_k_major,
             a_step: step(!self.lhs_m_major),
@@ -110,14 +108,31 @@ impl KernelConfig {
         self.tile.consumers() * 128
     }
 
+    /// Depth of one stage along `k`, in elements: one swizzle line. Also the width of one
+    /// TMA box (a panel) of an MN-major operand, and the columns of one output chunk.
+    pub fn tile_k(self) -> usize {
+        line_elems(self.operand.bytes())
+    }
+
     /// Elements of one stage of `lhs`.
     pub fn a_stage(self) -> usize {
-        self.tile.m * TILE_K
+        self.tile.m * self.tile_k()
     }
 
     /// Elements of one stage of `rhs`.
     pub fn b_stage(self) -> usize {
-        self.tile.n * TILE_K
+        self.tile.n * self.tile_k()
+    }
+
+    /// Elements of one 64-row output chunk, one swizzle line per row.
+    pub fn out_chunk(self) -> usize {
+        64 * self.tile_k()
+    }
+
+    /// Shared-memory bytes of one 64-row panel of an MN-major stage (`tile_k` lines along
+    /// `k`), or of one warpgroup's 64 rows of a K-major one: the distance between them.
+    pub fn panel_bytes(self) -> usize {
+        64 * LINE_BYTES
     }
 }
 
@@ -146,12 +161,13 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     let shape = comptime![config.tile];
     let (tile_m, tile_n, stages) = comptime![(shape.m, shape.n, shape.stages)];
     let (a_stage, b_stage) = comptime![(config.a_stage(), config.b_stage())];
+    let (tile_k, elem_bytes) = comptime![(config.tile_k(), config.operand.bytes())];
     let consumer_units = comptime![config.consumer_units()];
     let tiles_m = m.div_ceil(tile_m);
     let tiles_n = n.div_ceil(tile_n);
     let tiles_per_batch = tiles_m * tiles_n;
     let num_tiles = tiles_per_batch * batches as usize;
-    let k_blocks = (k as usize).div_ceil(TILE_K);
+    let k_blocks = (k as usize).div_ceil(tile_k);
     // A work item is one slice of `k` of one tile; without split-K, one whole tile.
     let num_items = num_tiles * splits;
     let slice_blocks = k_blocks.div_ceil(splits);
@@ -160,8 +176,10 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     let mut smem_b = Shared::<[E]>::new_aligned_slice(stages * b_stage, 1024usize);
     // Per consumer warpgroup, two output chunks of 64 x 64, written from the registers and
     // stored by the TMA engine while the next chunk is written.
-    let mut smem_c =
-        Shared::<[E]>::new_aligned_slice(comptime![2 * shape.consumers() * OUT_CHUNK], 1024usize);
+    let mut smem_c = Shared::<[E]>::new_aligned_slice(
+        comptime![2 * shape.consumers() * config.out_chunk()],
+        1024usize,
+    );
     // Per consumer warpgroup, the bias of the tile's columns when it is the same for every row:
     // loaded while the MMAs run, so the epilogue reads it from shared memory, not from global
     // memory with a load's latency in every chunk.
@@ -204,7 +222,7 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
             for kb in first_block..end_block {
                 let stage = iteration % stages;
                 let round = iteration / stages;
-                let k0 = (kb * TILE_K) as i32;
+                let k0 = (kb * tile_k) as i32;
                 #[unroll]
                 for s in 0..stages {
                     if stage == s {
@@ -213,10 +231,10 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                         if comptime![config.lhs_m_major] {
                             // 64-row panels, each 64 k-lines of 128 bytes.
                             #[unroll]
-                            for p in 0..comptime![tile_m / PANEL] {
-                                let start = s * a_stage + p * PANEL * TILE_K;
-                                let a = &mut smem_a[start..start + PANEL * TILE_K];
-                                let row = (row0 + p * PANEL) as i32;
+                            for p in 0..comptime![tile_m / tile_k] {
+                                let start = s * a_stage + p * tile_k * tile_k;
+                                let a = &mut smem_a[start..start + tile_k * tile_k];
+                                let row = (row0 + p * tile_k) as i32;
                                 barrier.tma_load_3d(lhs, a, lhs_batch, k0, row);
                             }
                         } else {
@@ -229,10 +247,10 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                         } else {
                             // 64-column panels, each 64 k-lines of 128 bytes.
                             #[unroll]
-                            for p in 0..comptime![tile_n / PANEL] {
-                                let start = s * b_stage + p * PANEL * TILE_K;
-                                let b = &mut smem_b[start..start + PANEL * TILE_K];
-                                let col = (col0 + p * PANEL) as i32;
+                            for p in 0..comptime![tile_n / tile_k] {
+                                let start = s * b_stage + p * tile_k * tile_k;
+                                let b = &mut smem_b[start..start + tile_k * tile_k];
+                                let col = (col0 + p * tile_k) as i32;
                                 barrier.tma_load_3d(rhs, b, rhs_batch, k0, col);
                             }
                         }
@@ -249,19 +267,19 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
         // moving to stage `s` only adds to the address field. A warpgroup's 64 rows are 8 KiB
         // into the stage either way: 64 K-major lines, or one M-major panel.
         let a_leading = comptime![if config.lhs_m_major {
-            (PANEL * TILE_K * 2) as u64
+            config.panel_bytes() as u64
         } else {
             16u64
         }];
         let a_base = descriptor(shared_address::<E>(&smem_a), a_leading, 1024u64)
-            + u64::cast_from(warpgroup * comptime![(64 * TILE_K * 2 / 16) as u32]);
+            + u64::cast_from(warpgroup * comptime![(config.panel_bytes() / 16) as u32]);
         let b_base = if comptime![config.rhs_k_major] {
             descriptor(shared_address::<E>(&smem_b), 16u64, 1024u64)
         } else {
             // MN-major: 64-element panels 8 KiB apart (leading), 8-line groups 1 KiB apart.
             descriptor(
                 shared_address::<E>(&smem_b),
-                comptime![(PANEL * TILE_K * 2) as u64],
+                comptime![config.panel_bytes() as u64],
                 1024u64,
             )
         };
@@ -298,8 +316,8 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                 for s in 0..stages {
                     if stage == s {
                         full.index(s).wait_parity((round & 1) as u32);
-                        let a = a_base + comptime![(s * a_stage * 2 / 16) as u64];
-                        let b = b_base + comptime![(s * b_stage * 2 / 16) as u64];
+                        let a = a_base + comptime![(s * a_stage * elem_bytes / 16) as u64];
+                        let b = b_base + comptime![(s * b_stage * elem_bytes / 16) as u64];
                         acc = mma_stage::<R>(acc, a, b, comptime![config.mma()]);
                         empty.index(s).arrive();
                     }
@@ -415,11 +433,12 @@ fn tile_origin(
 
 /// Adds the bias to the unit's accumulator elements and applies the ReLU (under
 /// [`Epilogue::BiasRelu`]; a plain product stores the sums as they are), and stores the
-/// warpgroup's 64 rows of the tile through shared memory in 64 x 64 chunks: the warpgroup
-/// writes a chunk into a 128-byte-swizzled buffer (the layout the output's tensor map reads)
-/// with `stmatrix`, then one unit has the TMA engine store it, which also clips the rows and
-/// columns past the output's edges. Two buffers per warpgroup alternate, so a chunk is written
-/// while the one before it is stored.
+/// warpgroup's 64 rows of the tile through shared memory in chunks of 64 rows and one swizzle
+/// line (64 half-precision or 32 f32 columns): the warpgroup writes a chunk into a
+/// 128-byte-swizzled buffer (the layout the output's tensor map reads), with `stmatrix` for half
+/// precisions and one store per element for f32, then one unit has the TMA engine store it,
+/// which also clips the rows and columns past the output's edges. Two buffers per warpgroup
+/// alternate, so a chunk is written while the one before it is stored.
 ///
 /// Unit `u` of a warpgroup holds, for `nth` in `0..N / 2`, row `16 (u / 32) + (u % 32) / 4 +
 /// 8 ((nth / 2) % 2)` and column `8 (nth / 4) + 2 (u % 4) + nth % 2` of its 64 x N tile:
@@ -457,9 +476,10 @@ fn store_tile<E: Float, R: Size>(
     // `j`, which is block row `j % 2` (8 rows apart) of column group `j / 2`.
     let block = lane / 8;
     let address_row = (unit / 32) * 16 + (block % 2) * 8 + lane % 8;
+    let (chunk_cols, out_chunk) = comptime![(config.tile_k(), config.out_chunk())];
     #[unroll]
-    for chunk in 0..comptime![config.tile.n / CHUNK_COLS] {
-        let buffer = (warpgroup as usize * 2 + comptime![chunk % 2]) * OUT_CHUNK;
+    for chunk in 0..comptime![config.tile.n / chunk_cols] {
+        let buffer = (warpgroup as usize * 2 + comptime![chunk % 2]) * out_chunk;
         // The store issued from this buffer two chunks ago must have read it.
         if unit == 0 {
             wait_bulk_stores_read_but_one();
@@ -473,7 +493,7 @@ fn store_tile<E: Float, R: Size>(
             words[word] = 0u32;
         }
         #[unroll]
-        for pair in 0..comptime![CHUNK_COLS / 16] {
+        for pair in 0..comptime![chunk_cols / 16] {
             // Eight values: column groups `2 pair` and `2 pair + 1`, rows `h = 0, 1`, two
             // adjacent columns each, in `stmatrix`'s block order.
             let mut values = Vector::<f32, Const<8>>::empty();
@@ -484,13 +504,13 @@ fn store_tile<E: Float, R: Size>(
                 #[unroll]
                 for e in 0..2usize {
                     let chunk_col = local_col + comptime![8 * jj + e];
-                    let col = col0 + comptime![chunk * CHUNK_COLS] + chunk_col;
-                    let nth = comptime![4 * (chunk * CHUNK_COLS / 8 + jj) + 2 * h + e];
+                    let col = col0 + comptime![chunk * chunk_cols] + chunk_col;
+                    let nth = comptime![4 * (chunk * chunk_cols / 8 + jj) + 2 * h + e];
                     let mut value = acc.extract(nth);
                     if comptime![config.epilogue.bias_relu()] {
                         if comptime![config.bias_row_broadcast] {
                             let at = warpgroup as usize * comptime![config.tile.n]
-                                + comptime![chunk * CHUNK_COLS]
+                                + comptime![chunk * chunk_cols]
                                 + chunk_col;
                             value += f32::cast_from(smem_bias[at]);
                         } else {
@@ -509,14 +529,27 @@ fn store_tile<E: Float, R: Size>(
                         let bit = local_col as u32 + comptime![(8 * (jj % 4) + e) as u32];
                         words[comptime![2 * h + jj / 4]] |= keep << bit;
                     }
-                    values.insert(comptime![2 * j + e], value);
+                    if comptime![config.operand.half()] {
+                        values.insert(comptime![2 * j + e], value);
+                    } else {
+                        // f32: the unit writes its element itself. 128-byte swizzle: the
+                        // 16-byte group (four elements) of a line moves by the line's index
+                        // modulo 8, which is `local_row % 8` for both `h`.
+                        let line = local_row + comptime![8 * h];
+                        let group = (chunk_col / 4) ^ (local_row % 8);
+                        smem_c[buffer + line * chunk_cols + group * 4 + chunk_col % 4] =
+                            E::cast_from(value);
+                    }
                 }
             }
-            // 128-byte swizzle: the 16-byte group of a line moves by the line's index modulo 8.
-            let group = (comptime![2 * pair] + block / 2) ^ (address_row % 8);
-            let address =
-                smem_c_address + ((buffer + address_row * CHUNK_COLS + group * 8) * 2) as u32;
-            store_matrix_x4(address, values, comptime![config.bf16]);
+            if comptime![config.operand.half()] {
+                // 128-byte swizzle: the 16-byte group of a line moves by the line's index
+                // modulo 8.
+                let group = (comptime![2 * pair] + block / 2) ^ (address_row % 8);
+                let address =
+                    smem_c_address + ((buffer + address_row * chunk_cols + group * 8) * 2) as u32;
+                store_matrix_x4(address, values, comptime![config.operand == Operand::Bf16]);
+            }
         }
         if comptime![config.epilogue.writes_mask()] {
             store_mask_words(
@@ -524,9 +557,10 @@ fn store_tile<E: Float, R: Size>(
                 mask,
                 batch,
                 row_base + local_row,
-                (col0 + comptime![chunk * CHUNK_COLS]) / 32,
+                (col0 + comptime![chunk * chunk_cols]) / 32,
                 m,
                 lane,
+                comptime![chunk_cols / 32],
             );
         }
         // The TMA engine reads shared memory through the async proxy.
@@ -534,11 +568,11 @@ fn store_tile<E: Float, R: Size>(
         warpgroup_barrier(warpgroup);
         if unit == 0 {
             let _ = tma_store_3d(
-                &smem_c[buffer..buffer + OUT_CHUNK],
+                &smem_c[buffer..buffer + out_chunk],
                 output,
                 batch as i32,
                 row_base as i32,
-                (col0 + comptime![chunk * CHUNK_COLS]) as i32,
+                (col0 + comptime![chunk * chunk_cols]) as i32,
             );
         }
     }
@@ -547,8 +581,10 @@ fn store_tile<E: Float, R: Size>(
 /// Stores a chunk's mask words (`words`, as [`store_tile`] fills them). The four units of a
 /// quad (`lane % 4`) hold disjoint bits of the same words, so they OR them together, and unit
 /// `q` of the quad stores word `q`: row `row + 8 (q / 2)`, word `first_word + q % 2` of the
-/// row, when both are inside the mask.
+/// row, when both are inside the mask and the word is one of the chunk's `chunk_words` (two
+/// for a 64-column chunk of half-precision elements, one for a 32-column f32 chunk).
 #[cube]
+#[allow(clippy::too_many_arguments)]
 fn store_mask_words(
     words: &Array<u32>,
     mask: &mut Tensor<u32>,
@@ -557,6 +593,7 @@ fn store_mask_words(
     first_word: usize,
     m: usize,
     lane: usize,
+    #[comptime] chunk_words: usize,
 ) {
     let row_words = mask.shape(mask.rank() - 1);
     let quad = lane % 4;
@@ -570,7 +607,7 @@ fn store_mask_words(
     }
     let row = row + 8 * (quad / 2);
     let word = first_word + quad % 2;
-    if row < m && word < row_words {
+    if row < m && word < row_words && quad % 2 < chunk_words {
         mask[(batch * m + row) * row_words + word] = mine;
     }
 }

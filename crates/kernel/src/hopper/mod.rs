@@ -7,20 +7,23 @@
 //! | `wgmma` | the warpgroup MMA as inline PTX, and shared-memory matrix descriptors |
 //! | `kernel` | the `#[cube]` kernel: producer unit, consumer warpgroups, epilogue |
 //! | `split_k` | the second kernel of a split-K launch: slices summed, bias, ReLU |
+//! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
 //! the backward's gradient products use through [`launch_product`](crate::launch_product).
 //!
 //! It runs on CUDA devices of compute capability 9.0 (the kernel uses `wgmma`, which only the
 //! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
-//! whose strides the TMA engine can follow. Anywhere else it reports itself unavailable, and
-//! the launch runs another variant.
+//! whose strides the TMA engine can follow, and for `f32` operands rounded to TF32 where cubek's
+//! matmul configuration allows it (`allow_tf32`, its default, as for Burn's own f32 matmuls).
+//! Anywhere else it reports itself unavailable, and the launch runs another variant.
 
 mod kernel;
 pub(crate) mod plan;
 #[cfg(all(test, feature = "cuda"))]
 mod source;
 mod split_k;
+mod transpose;
 mod wgmma;
 
 use crate::contract::Dims;
@@ -30,9 +33,11 @@ use cubecl::ir::{AddressType, ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
 pub(crate) use kernel::Epilogue;
-use kernel::{CHUNK_COLS, KernelConfig, fused_matmul_add_relu_hopper};
-use plan::{LhsMajor, MapLayout, PANEL, RhsMajor, Schedule, TILE_K};
+use kernel::{KernelConfig, fused_matmul_add_relu_hopper};
+use plan::{LhsMajor, MapLayout, RhsMajor, Schedule, line_elems};
 use split_k::{FINISH_UNITS, finish_split_k};
+use transpose::k_major_copy;
+use wgmma::Operand;
 
 /// Why the Hopper kernel cannot run on `client`'s device, if it cannot.
 pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
@@ -81,16 +86,38 @@ pub(crate) fn launch(
     if let Some(reason) = device_unavailability(client) {
         return Err(unavailable(reason.into()));
     }
-    let bf16 = match dtype {
-        ElemType::Float(FloatKind::BF16) => true,
-        ElemType::Float(FloatKind::F16) => false,
+    let operand = match dtype {
+        ElemType::Float(FloatKind::BF16) => Operand::Bf16,
+        ElemType::Float(FloatKind::F16) => Operand::F16,
+        ElemType::Float(FloatKind::F32) => {
+            if !cubek_std::config::MatmulConfig::get().allow_tf32 {
+                return Err(unavailable(
+                    "f32 operands with TF32 rounding disallowed (cubek's `allow_tf32` is off)"
+                        .into(),
+                ));
+            }
+            Operand::Tf32
+        }
         other => {
             return Err(unavailable(format!(
-                "{other:?} operands (f16 and bf16 only)"
+                "{other:?} operands (f16, bf16, and f32 through TF32)"
             )));
         }
     };
-    let plan = plan::plan(&ops.lhs, &ops.rhs, &ops.out, dtype.size()).map_err(unavailable)?;
+    let mut plan = plan::plan(&ops.lhs, &ops.rhs, &ops.out, dtype.size()).map_err(unavailable)?;
+    let (mut lhs, mut rhs) = (ops.lhs.clone(), ops.rhs.clone());
+    if operand == Operand::Tf32 {
+        // TF32 MMAs have no transpose bits: an operand that is not K-major is read from a
+        // K-major copy.
+        if plan.lhs_major == LhsMajor::M {
+            (lhs, plan.lhs) = k_major_copy(client, &ops.lhs, &plan.lhs, dtype)?;
+            plan.lhs_major = LhsMajor::K;
+        }
+        if plan.rhs_major == RhsMajor::N {
+            (rhs, plan.rhs) = k_major_copy(client, &ops.rhs, &plan.rhs, dtype)?;
+            plan.rhs_major = RhsMajor::K;
+        }
+    }
     if dims.m * dims.n * dims.batch > u32::MAX as usize {
         return Err(unavailable("an output of more than 2^32 elements".into()));
     }
@@ -104,7 +131,7 @@ pub(crate) fn launch(
         tile,
         splits,
         cubes_per_processor,
-    } = Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k);
+    } = Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k, dtype.size());
     let split_k = splits > 1;
     // Split-K's finishing kernel works element by element; the mask is packed after it.
     let pack_after = split_k && epilogue.writes_mask();
@@ -120,7 +147,7 @@ pub(crate) fn launch(
         rhs_k_major: plan.rhs_major == RhsMajor::K,
         lhs_batched: plan.lhs.batched,
         rhs_batched: plan.rhs.batched,
-        bf16,
+        operand,
         // Split-K adds the bias in its second kernel.
         bias_row_broadcast: epilogue.bias_relu()
             && !split_k
@@ -128,17 +155,20 @@ pub(crate) fn launch(
         split_k,
         epilogue,
     };
+    // One swizzle line along the contiguous dim: `k` for a K-major operand, one panel of `m`
+    // or `n` for an MN-major one.
+    let line = line_elems(dtype.size());
     let rhs_box = match plan.rhs_major {
-        RhsMajor::N => [1, TILE_K, PANEL],
-        RhsMajor::K => [1, tile.n, TILE_K],
+        RhsMajor::N => [1, line, line],
+        RhsMajor::K => [1, tile.n, line],
     };
     let lhs_box = match plan.lhs_major {
-        LhsMajor::K => [1, tile.m, TILE_K],
-        LhsMajor::M => [1, TILE_K, PANEL],
+        LhsMajor::K => [1, tile.m, line],
+        LhsMajor::M => [1, line, line],
     };
-    let lhs_map = tensor_map(&ops.lhs, &plan.lhs, lhs_box, dtype);
-    let rhs_map = tensor_map(&ops.rhs, &plan.rhs, rhs_box, dtype);
-    let out_map = tensor_map(&ops.out, &plan.out, [1, 64, CHUNK_COLS], dtype);
+    let lhs_map = tensor_map(&lhs, &plan.lhs, lhs_box, dtype);
+    let rhs_map = tensor_map(&rhs, &plan.rhs, rhs_box, dtype);
+    let out_map = tensor_map(&ops.out, &plan.out, [1, 64, line], dtype);
 
     // Persistent: one cube per multiprocessor (two under split-K, whose rings are shallower),
     // each walking work items (tiles, or slices of tiles under split-K) until none are left.

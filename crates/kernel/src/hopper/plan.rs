@@ -4,8 +4,16 @@
 
 use cubecl::prelude::TensorBinding;
 
-/// Depth of one stage: 64 half-precision elements, one 128-byte swizzle row.
-pub(crate) const TILE_K: usize = 64;
+/// Bytes of one 128-byte swizzle line: a stage's depth along `k` in a K-major operand, and the
+/// width of one TMA box of an MN-major one.
+pub(crate) const LINE_BYTES: usize = 128;
+
+/// Elements of `elem_size` bytes in one swizzle line: a stage's depth along `k` (64
+/// half-precision elements, 32 f32 ones), and the width along `m` or `n` of one TMA box of an
+/// MN-major operand (a panel).
+pub(crate) const fn line_elems(elem_size: usize) -> usize {
+    LINE_BYTES / elem_size
+}
 /// Shared memory the ring's stages may take: the rest of the 227 KiB a cube may use holds the
 /// epilogue's buffers and the barriers.
 const RING_BYTES: usize = 192 * 1024;
@@ -32,7 +40,7 @@ impl TileShape {
     const CANDIDATES: [(usize, usize); 4] = [(128, 256), (128, 128), (64, 128), (64, 64)];
 
     fn new(m: usize, n: usize) -> Self {
-        let stage_bytes = (m + n) * TILE_K * 2;
+        let stage_bytes = (m + n) * LINE_BYTES;
         Self {
             m,
             n,
@@ -61,9 +69,9 @@ impl TileShape {
         self.m / 64
     }
 
-    /// Bytes one stage brings in (half-precision operands).
+    /// Bytes one stage brings in: one swizzle line per row of the tile and per column.
     pub const fn stage_bytes(self) -> usize {
-        (self.m + self.n) * TILE_K * 2
+        (self.m + self.n) * LINE_BYTES
     }
 }
 
@@ -90,25 +98,33 @@ impl Schedule {
     /// overlaps the other's stream. Measured on an H200 at `1 x 1 x 4096 x 4096`: 16 us for the
     /// first kernel, against 18.5 with one cube of 8 stages per multiprocessor.
     const SPLIT_STAGES: usize = 5;
-    /// Fewest k-blocks (`TILE_K` deep) in one slice: a shallower slice's ring barely fills
+    /// Fewest k-blocks (one swizzle line deep) in one slice: a shallower slice's ring barely fills
     /// before its partial sums are written out.
     const MIN_SLICE_BLOCKS: usize = 8;
     /// Most slices per tile: the workspace and the second kernel's reads grow with them.
     const MAX_SPLITS: usize = 8;
 
-    /// The schedule of a `batch x m x n` output over `k` on `processors` multiprocessors.
+    /// The schedule of a `batch x m x n` output over `k` (elements of `elem_size` bytes) on
+    /// `processors` multiprocessors.
     ///
     /// A problem with few output rows (a `Linear` at inference batch sizes) is bound by
     /// streaming `rhs`, and with one tile per cube each cube walks all of `k` in sequence: too
     /// few cubes, each with too long a chain. When even the smallest tiles leave at least half
     /// the multiprocessors idle, the `k` of each tile is split across them instead. Otherwise
     /// the tiles alone spread the work ([`TileShape::choose`]).
-    pub fn choose(processors: usize, batch: usize, m: usize, n: usize, k: usize) -> Self {
+    pub fn choose(
+        processors: usize,
+        batch: usize,
+        m: usize,
+        n: usize,
+        k: usize,
+        elem_size: usize,
+    ) -> Self {
         let (tile_m, tile_n) = Self::SPLIT_TILE;
         let tiles = batch * m.div_ceil(tile_m) * n.div_ceil(tile_n);
         let half_idle = processors / tiles.max(1) >= 2;
         let splits = (2 * processors / tiles.max(1))
-            .min(k.div_ceil(TILE_K) / Self::MIN_SLICE_BLOCKS)
+            .min(k.div_ceil(line_elems(elem_size)) / Self::MIN_SLICE_BLOCKS)
             .min(Self::MAX_SPLITS);
         // The workspace is indexed with 32-bit offsets.
         if half_idle && splits >= 2 && splits * batch * m * n <= u32::MAX as usize {
@@ -138,9 +154,6 @@ impl Schedule {
         }
     }
 }
-
-/// Elements along `n` in one TMA box of an N-major `rhs` (128 bytes: the swizzle's span).
-pub(crate) const PANEL: usize = 64;
 
 /// Which dim of `lhs` is contiguous.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -371,7 +384,7 @@ mod tests {
     #[test]
     fn weight_streaming_problems_split_k_and_others_do_not() {
         let schedule = |b, m, n, k| {
-            let s = Schedule::choose(132, b, m, n, k);
+            let s = Schedule::choose(132, b, m, n, k, 2);
             (s.tile.m, s.tile.n, s.splits)
         };
         // A `Linear` at inference batch sizes: 64 tiles of 64 columns, four slices of 1024,
@@ -390,6 +403,8 @@ mod tests {
         assert_eq!(schedule(1, 256, 4096, 4096), (64, 128, 1));
         assert_eq!(schedule(8, 1024, 1024, 1024).2, 1);
         assert_eq!(schedule(64, 128, 128, 128).2, 1);
+        // A k-block is one 128-byte line: 32 f32 elements, so f32 splits a shallower `k`.
+        assert_eq!(Schedule::choose(132, 1, 1, 4096, 512, 4).splits, 2);
     }
 
     #[test]
@@ -400,6 +415,15 @@ mod tests {
         }
         // Two split-K cubes, each with its ring and two 64 x 64 output buffers, in one
         // multiprocessor's 228 KiB (1 KiB of it reserved per cube).
+        // A whole cube in f32 (the largest elements): the ring, two 64-row output chunks of
+        // one line per row per consumer warpgroup, the staged bias and the barriers, within the
+        // 227 KiB a cube may use.
+        for tile in TileShape::all() {
+            let cube_bytes = tile.stages * tile.stage_bytes()
+                + tile.consumers() * (2 * 64 * LINE_BYTES + tile.n * 4)
+                + tile.stages * 16;
+            assert!(cube_bytes <= 232_448, "{tile:?}: {cube_bytes}");
+        }
         let split = Schedule::split_tile();
         let cube_bytes = split.stages * split.stage_bytes() + 2 * 64 * 64 * 2 + 1024;
         assert!(2 * cube_bytes <= 228 * 1024, "{cube_bytes}");

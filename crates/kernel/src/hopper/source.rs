@@ -7,6 +7,7 @@ use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::{Epilogue, KernelConfig};
 use super::plan::{Schedule, TileShape};
 use super::split_k::{FINISH_UNITS, finish_split_k::FinishSplitK};
+use super::wgmma::Operand;
 use cubecl::Compiler;
 use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
 use cubecl::ir::{
@@ -54,11 +55,7 @@ fn hopper_properties() -> Arc<DeviceProperties> {
 
 /// The CUDA C++ of the kernel compiled for `config`.
 fn source(config: KernelConfig) -> String {
-    let dtype = ElemType::Float(if config.bf16 {
-        FloatKind::BF16
-    } else {
-        FloatKind::F16
-    });
+    let dtype = config.operand.elem_type();
     let settings = KernelSettings::new(
         *CubeDim::new_1d(config.cube_units()),
         ExecutionMode::Unchecked,
@@ -140,7 +137,7 @@ fn finish_source(dtype: ElemType, epilogue: Epilogue) -> String {
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
     for tile in TileShape::all().chain([Schedule::split_tile()]) {
-        for bits in 0..512u32 {
+        for bits in 0..1024u32 {
             let bit = |i: u32| bits & (1 << i) != 0;
             let config = KernelConfig {
                 tile,
@@ -148,7 +145,11 @@ fn configs() -> Vec<KernelConfig> {
                 rhs_k_major: bit(0),
                 lhs_batched: bit(1),
                 rhs_batched: bit(2),
-                bf16: bit(3),
+                operand: match (bit(3), bits >> 9) {
+                    (_, 1) => Operand::Tf32,
+                    (true, _) => Operand::Bf16,
+                    (false, _) => Operand::F16,
+                },
                 bias_row_broadcast: bit(4),
                 split_k: bit(6),
                 epilogue: match (bit(7), bit(8)) {
@@ -160,6 +161,13 @@ fn configs() -> Vec<KernelConfig> {
             // Split-K runs its own tile and ring, and adds the bias in its second kernel (the
             // mask is packed after it); a plain product reads no bias.
             if bit(7) && bit(8) || bit(8) && config.split_k {
+                continue;
+            }
+            // TF32 reads K-major operands only (the launch copies the others), and has one
+            // type: bit 3 then means nothing.
+            if config.operand == Operand::Tf32
+                && (config.lhs_m_major || !config.rhs_k_major || bit(3))
+            {
                 continue;
             }
             let split_tile = tile == Schedule::split_tile();
@@ -177,8 +185,8 @@ fn configs() -> Vec<KernelConfig> {
 }
 
 #[test]
-fn split_k_finish_compiles_to_cuda_for_both_dtypes() {
-    for kind in [FloatKind::BF16, FloatKind::F16] {
+fn split_k_finish_compiles_to_cuda_for_every_dtype() {
+    for kind in [FloatKind::BF16, FloatKind::F16, FloatKind::F32] {
         for epilogue in [Epilogue::BiasRelu, Epilogue::Plain] {
             let source = finish_source(ElemType::Float(kind), epilogue);
             assert!(source.contains("finish_split_k"), "{source}");
@@ -199,19 +207,27 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
     let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
     for config in configs() {
         let source = source(config);
-        let ty = if config.bf16 { "bf16" } else { "f16" };
+        let ty = config.operand.ptx();
         let mma = format!(
-            "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}",
-            config.tile.n
+            "wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{ty}.{ty}",
+            config.tile.n,
+            config.operand.mma_k()
         );
         let load = "cp_async_bulk_tensor_3d_global_to_shared".to_string();
-        // The finishing epilogue converts in pairs and stores through `stmatrix` and the TMA
-        // engine; split-K's writes f32 partial sums, with none of those.
-        let epilogue = [
-            format!("cvt.rn.{ty}x2.f32"),
-            "stmatrix.sync.aligned.m8n8.x4.shared.b16".to_string(),
-            "cp_async_bulk_tensor_3d_shared_to_global".to_string(),
-        ];
+        // The finishing epilogue stores through the TMA engine, half precisions after
+        // converting in pairs and writing through `stmatrix`; split-K's writes f32 partial
+        // sums, with none of those.
+        let store = "cp_async_bulk_tensor_3d_shared_to_global".to_string();
+        let epilogue = if config.operand.half() {
+            vec![
+                format!("cvt.rn.{ty}x2.f32"),
+                "stmatrix.sync.aligned.m8n8.x4.shared.b16".to_string(),
+                store,
+            ]
+        } else {
+            assert!(!source.contains("stmatrix"), "{config:?}: stmatrix for f32");
+            vec![store]
+        };
         for needle in [mma, load] {
             assert!(
                 source.contains(&needle),

@@ -12,22 +12,75 @@
 
 use cubecl::prelude::*;
 
+/// What the warpgroup MMAs read: the kernel's operand and output type, and how the MMA takes
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Operand {
+    /// bf16 operands, `m64nNk16`.
+    Bf16,
+    /// f16 operands, `m64nNk16`.
+    F16,
+    /// f32 operands read as TF32 (the low 13 mantissa bits ignored), `m64nNk8`. The MMA has no
+    /// transpose bits for TF32: both operands must be K-major in shared memory.
+    Tf32,
+}
+
+impl Operand {
+    /// Bytes of one element in memory.
+    pub const fn bytes(self) -> usize {
+        match self {
+            Self::Bf16 | Self::F16 => 2,
+            Self::Tf32 => 4,
+        }
+    }
+
+    /// `k` of one MMA: 32 bytes of each K-major row.
+    pub const fn mma_k(self) -> usize {
+        32 / self.bytes()
+    }
+
+    /// The element type the kernel is compiled for.
+    #[cfg(all(test, feature = "cuda"))]
+    pub const fn elem_type(self) -> cubecl::ir::ElemType {
+        use cubecl::ir::FloatKind;
+        cubecl::ir::ElemType::Float(match self {
+            Self::Bf16 => FloatKind::BF16,
+            Self::F16 => FloatKind::F16,
+            Self::Tf32 => FloatKind::F32,
+        })
+    }
+
+    /// The type's name in the MMA's PTX.
+    pub const fn ptx(self) -> &'static str {
+        match self {
+            Self::Bf16 => "bf16",
+            Self::F16 => "f16",
+            Self::Tf32 => "tf32",
+        }
+    }
+
+    /// Whether the output is written in 16-bit elements (through `stmatrix`).
+    pub const fn half(self) -> bool {
+        !matches!(self, Self::Tf32)
+    }
+}
+
 /// A stage's MMAs, as the PTX of one statement needs them spelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct MmaShape {
-    /// `n` of each `m64nNk16` MMA.
+    /// `n` of each `m64nNkK` MMA.
     pub n: usize,
     /// MMAs chained along K in one statement.
     pub ksteps: usize,
-    /// Whether the operands are bf16 (else f16).
-    pub bf16: bool,
+    /// The operands' type.
+    pub operand: Operand,
     /// Whether `A` is MN-major in shared memory (the instruction's `A` transpose bit).
     pub a_mn_major: bool,
     /// Whether `B` is MN-major in shared memory (the instruction's `B` transpose bit).
     pub b_mn_major: bool,
-    /// What one k16 step adds to the `A` descriptor (bytes >> 4).
+    /// What one MMA's step along K adds to the `A` descriptor (bytes >> 4).
     pub a_step: u64,
-    /// What one k16 step adds to the `B` descriptor (bytes >> 4).
+    /// What one MMA's step along K adds to the `B` descriptor (bytes >> 4).
     pub b_step: u64,
 }
 
@@ -42,9 +95,21 @@ pub(crate) fn mma_ptx(shape: MmaShape) -> String {
         .map(|i| format!("%{i}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let ty = if shape.bf16 { "bf16" } else { "f16" };
-    let trans_a = u32::from(shape.a_mn_major);
-    let trans_b = u32::from(shape.b_mn_major);
+    let ty = shape.operand.ptx();
+    // The half-precision MMAs take two transpose bits; TF32 has none (K-major only).
+    let transpose = if shape.operand.half() {
+        format!(
+            ", {}, {}",
+            u32::from(shape.a_mn_major),
+            u32::from(shape.b_mn_major)
+        )
+    } else {
+        assert!(
+            !shape.a_mn_major && !shape.b_mn_major,
+            "TF32 MMAs read K-major operands only"
+        );
+        String::new()
+    };
     // Scale-D is a predicate operand: true, since `C` always holds the running sum.
     let mut s = String::from(
         "{\n.reg .b64 fmar_da, fmar_db;\n.reg .b32 fmar_one;\n.reg .pred fmar_acc;\n\
@@ -65,9 +130,10 @@ pub(crate) fn mma_ptx(shape: MmaShape) -> String {
             ));
         }
         s.push_str(&format!(
-            "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty} {{{d}}}, fmar_da, fmar_db, \
-             fmar_acc, 1, 1, {trans_a}, {trans_b};\n",
-            shape.n
+            "wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{ty}.{ty} {{{d}}}, fmar_da, fmar_db, \
+             fmar_acc, 1, 1{transpose};\n",
+            shape.n,
+            shape.operand.mma_k()
         ));
     }
     s.push_str("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
@@ -186,7 +252,7 @@ mod tests {
         MmaShape {
             n: 256,
             ksteps: 4,
-            bf16: true,
+            operand: Operand::Bf16,
             a_mn_major: false,
             b_mn_major: false,
             a_step: 2,
@@ -209,7 +275,7 @@ mod tests {
     #[test]
     fn the_transpose_bit_and_type_follow_the_shape() {
         let ptx = mma_ptx(MmaShape {
-            bf16: false,
+            operand: Operand::F16,
             b_mn_major: true,
             b_step: 128,
             ..shape()
@@ -222,6 +288,27 @@ mod tests {
         });
         assert!(a_transposed.contains("fmar_db, fmar_acc, 1, 1, 1, 0;"));
         assert_eq!(ptx.matches("add.s64 fmar_db, fmar_db, 128;").count(), 3);
+    }
+
+    #[test]
+    fn tf32_mmas_are_k8_without_transpose_bits() {
+        let ptx = mma_ptx(MmaShape {
+            operand: Operand::Tf32,
+            ..shape()
+        });
+        assert!(ptx.contains("m64n256k8.f32.tf32.tf32 {%0, %1,"));
+        assert!(ptx.contains("%127}, fmar_da, fmar_db, fmar_acc, 1, 1;"));
+        assert_eq!(ptx.matches("add.s64 fmar_da, fmar_da, 2;").count(), 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "K-major operands only")]
+    fn tf32_refuses_an_mn_major_operand() {
+        mma_ptx(MmaShape {
+            operand: Operand::Tf32,
+            b_mn_major: true,
+            ..shape()
+        });
     }
 
     #[test]

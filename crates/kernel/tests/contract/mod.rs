@@ -156,6 +156,22 @@ pub fn client() -> Client {
     cubecl::Device::Wgpu(WgpuDevice::default()).client()
 }
 
+/// The tolerance of a launch's `precision` results on this device: on CUDA, f32 problems may
+/// run on tensor cores that round their inputs to TF32 (cubek's `allow_tf32`, its default, which
+/// fmar's tensor-core variants follow as Burn's matmul does).
+pub fn tolerance(precision: Precision) -> Tolerance {
+    let cuda = client()
+        .properties()
+        .identity
+        .fingerprint
+        .starts_with("ptx");
+    if precision == Precision::F32 && cuda {
+        Tolerance::tf32()
+    } else {
+        Tolerance::for_precision(precision)
+    }
+}
+
 /// The cubecl element type that stores `precision`.
 pub fn elem_type(precision: Precision) -> ElemType {
     ElemType::Float(match precision {
@@ -380,7 +396,7 @@ fn check_expected<V: Copy + Display>(
             ),
             &actual,
             expected,
-            Tolerance::for_precision(precision),
+            tolerance(precision),
             scale,
             seed,
         );
