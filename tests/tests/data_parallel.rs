@@ -8,7 +8,7 @@ use burn::nn::loss::{MseLoss, Reduction};
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::{Device, Tensor, TensorData};
-use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch};
+use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch, step_replicas};
 use fmar::{FusedMlp, FusedMlpConfig};
 use fmar_tests::Rng;
 
@@ -84,15 +84,7 @@ fn train_data_parallel(model: FusedMlp, batches: &Batches, members: &[Device]) -
             .map(|(replica, (input, target))| mse_loss(replica, input, target).backward())
             .collect();
         all_reduce_gradients(&replicas, &mut gradients);
-        replicas = replicas
-            .into_iter()
-            .zip(gradients)
-            .zip(&mut optimizers)
-            .map(|((replica, gradients), optimizer)| {
-                let grads = GradientsParams::from_grads(gradients, &replica);
-                optimizer.step(LEARNING_RATE, replica, grads)
-            })
-            .collect();
+        replicas = step_replicas(replicas, gradients, &mut optimizers, LEARNING_RATE);
     }
     replicas
 }

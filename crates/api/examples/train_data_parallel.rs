@@ -31,10 +31,10 @@
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::loss::{MseLoss, Reduction};
-use burn::optim::{AdamConfig, GradientsParams};
+use burn::optim::AdamConfig;
 use burn::tensor::{DType, Device, Distribution, Tensor};
 use clap::{Parser, ValueEnum};
-use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch};
+use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch, step_replicas};
 use fmar::{FusedMlpConfig, Runtime};
 use std::error::Error;
 use std::time::Instant;
@@ -200,15 +200,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             })
             .unzip();
         all_reduce_gradients(&replicas, &mut gradients);
-        replicas = replicas
-            .into_iter()
-            .zip(gradients)
-            .zip(&mut optimizers)
-            .map(|((replica, gradients), optimizer)| {
-                let grads = GradientsParams::from_grads(gradients, &replica);
-                optimizer.step(options.lr, replica, grads)
-            })
-            .collect();
+        replicas = step_replicas(replicas, gradients, &mut optimizers, options.lr);
         for device in &members {
             device.sync()?;
         }

@@ -11,7 +11,8 @@
 //! use burn::nn::loss::{MseLoss, Reduction};
 //! use burn::tensor::{Device, Distribution, Tensor};
 //! use fmar::FusedLinearReluConfig;
-//! use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch};
+//! use burn::optim::SgdConfig;
+//! use fmar::data_parallel::{all_reduce_gradients, replicate, shard_batch, step_replicas};
 //!
 //! let members = vec![Device::flex().autodiff(); 2];
 //! let model = FusedLinearReluConfig::new(8, 4).init(&members[0]);
@@ -32,17 +33,20 @@
 //!     .collect();
 //! all_reduce_gradients(&replicas, &mut gradients);
 //!
-//! // Every replica now holds the full batch's gradient: convert each with
-//! // `GradientsParams::from_grads(gradients, &replica)` and step its optimizer.
+//! // Every replica now holds the full batch's gradient.
 //! let weight = |i: usize| replicas[i].weight.val().grad(&gradients[i]).unwrap();
 //! weight(0).into_data().assert_approx_eq::<f32>(&weight(1).into_data(), Default::default());
+//!
+//! // One optimizer per replica; each takes the same step, so the replicas stay identical.
+//! let mut optimizers: Vec<_> = members.iter().map(|_| SgdConfig::new().init()).collect();
+//! let replicas = step_replicas(replicas, gradients, &mut optimizers, 1e-2);
 //! ```
 //!
-//! The functions work on [`Gradients`], what `backward` returns, rather than on Burn's
-//! `GradientsParams`: `GradientsParams::from_grads` converts the reduced gradients for the
-//! optimizer, and this crate does not depend on Burn's optimizers.
+//! The functions work on [`Gradients`], what `backward` returns; [`step_replicas`] converts
+//! them to Burn's `GradientsParams` for the optimizers.
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::optim::{GradientsParams, LearningRate, ModuleOptimizer};
 use burn::tensor::container::TensorContainer;
 use burn::tensor::distributed::ReduceOperation;
 use burn::tensor::kind::Basic;
@@ -220,4 +224,37 @@ impl ModuleVisitor for GradientReducer<'_> {
             leaf.grad_replace(gradients, grad);
         }
     }
+}
+
+/// Steps every replica with its own optimizer: replica `i` takes `gradients[i]` (all-reduced by
+/// [`all_reduce_gradients`], so the same on every replica) through `optimizers[i]` at learning
+/// rate `lr`. Returns the stepped replicas, in order. With the same gradients and optimizers
+/// built alike, every replica takes the same step and the replicas stay identical.
+///
+/// # Panics
+///
+/// If `gradients` or `optimizers` does not hold one entry per replica.
+pub fn step_replicas<M: Module>(
+    replicas: Vec<M>,
+    gradients: Vec<Gradients>,
+    optimizers: &mut [ModuleOptimizer],
+    lr: LearningRate,
+) -> Vec<M> {
+    assert!(
+        gradients.len() == replicas.len() && optimizers.len() == replicas.len(),
+        "data parallel: step_replicas needs one gradient set and one optimizer per replica \
+         ({} replicas, {} gradient sets, {} optimizers)",
+        replicas.len(),
+        gradients.len(),
+        optimizers.len()
+    );
+    replicas
+        .into_iter()
+        .zip(gradients)
+        .zip(optimizers)
+        .map(|((replica, gradients), optimizer)| {
+            let gradients = GradientsParams::from_grads(gradients, &replica);
+            optimizer.step(lr, replica, gradients)
+        })
+        .collect()
 }
