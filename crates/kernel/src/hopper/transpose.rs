@@ -2,8 +2,8 @@
 //! either major order through their transpose bits; TF32 ones read K-major operands only, so an
 //! f32 `rhs` in Burn's `Linear` layout (`[d_in, d_out]`, N-major) or an M-major `lhs` (a
 //! transposed view, as in the backward's `lhsᵀ @ grad`) is first copied transposed. The copy
-//! moves each element once each way: at `4096 x 4096` f32, 128 MiB, a few percent of the
-//! product's time.
+//! reads and writes each element once: at `4096 x 4096` f32, 128 MiB, measured on an H200 at
+//! about a tenth of the product's time (35 us against 350).
 
 use super::plan::MapLayout;
 use crate::{LaunchError, Variant};
