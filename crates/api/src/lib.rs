@@ -39,6 +39,7 @@ use burn::backend::{
 };
 use burn::tensor::{DType, Tensor, activation};
 use burn_cubecl::CubeBackend;
+use fmar_backend_ext::prechecked;
 use fmar_fusion_meta::{
     Input, MASK_DTYPE, check_call, mask_shape, matmul_shape, output_dtype, output_shape,
 };
@@ -67,7 +68,12 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
     /// `relu(lhs @ rhs + bias)` on backend primitives. `bias` broadcasts to the output.
     ///
-    /// Panics on invalid inputs; the `Tensor` functions of this crate validate first.
+    /// The inputs must be valid: the `Tensor` functions of this crate check every rule at the
+    /// call ([`try_matmul_add_relu_nd`]), and the backends trust that check rather than repeat
+    /// it where the operation executes (under Fusion, when its queue runs). Called directly,
+    /// inputs that give no output shape or dtype panic with [`Error`]'s message; the rules
+    /// that ask the device (one device, its dtypes, its buffer limit) are checked again in
+    /// debug builds only.
     #[fusion(
         dtype = output_dtype(lhs, rhs, bias),
         shape = output_shape(lhs, rhs, bias)
@@ -83,6 +89,8 @@ pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
     /// [`mask_shape`] of the output), which the backward keeps
     /// instead of the output. On `CubeBackend` the kernel's epilogue writes it on a Hopper GPU,
     /// a light pass over the output elsewhere; on other backends it is packed on the host.
+    /// Its inputs must be valid, as those of
+    /// [`fused_matmul_add_relu`](Self::fused_matmul_add_relu).
     #[fusion(meta = keeping_mask_meta)]
     fn fused_matmul_add_relu_keeping_mask(
         lhs: FloatTensor<Self>,
@@ -114,13 +122,16 @@ pub trait FusedMatmulAddReluBackend: burn::backend::Backend {
 }
 
 /// One impl for every CubeCL runtime: a tensor's device says which one it runs on.
+///
+/// The forwards are the ones for a checked call: this impl is what Fusion runs when it executes
+/// an operation [`try_matmul_add_relu_nd`] checked and registered.
 impl FusedMatmulAddReluBackend for CubeBackend {
     fn fused_matmul_add_relu(
         lhs: FloatTensor<Self>,
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        fmar_backend_ext::fused_matmul_add_relu(lhs, rhs, bias)
+        prechecked::fused_matmul_add_relu(lhs, rhs, bias)
     }
 
     fn fused_matmul_add_relu_keeping_mask(
@@ -128,7 +139,7 @@ impl FusedMatmulAddReluBackend for CubeBackend {
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, IntTensor<Self>) {
-        fmar_backend_ext::fused_matmul_add_relu_keeping_mask(lhs, rhs, bias)
+        prechecked::fused_matmul_add_relu_keeping_mask(lhs, rhs, bias)
     }
 
     fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self> {
@@ -150,13 +161,14 @@ impl FusedMatmulAddReluBackend for CubeBackend {
 /// The CPU fallback: Burn's pure-Rust `Flex` backend, where the function is composed from
 /// Flex's own operations (its matmul is a blocked SIMD GEMM;
 /// `bench/runs/2026-11-30-cpu-flex-choice/README.md` has the measurement behind this choice).
+/// [`try_matmul_add_relu_nd`] has checked the call before dispatching it here.
 impl FusedMatmulAddReluBackend for Flex {
     fn fused_matmul_add_relu(
         lhs: FloatTensor<Self>,
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        fmar_backend_ext::composed_matmul_add_relu::<Flex>(lhs, rhs, bias)
+        prechecked::composed_matmul_add_relu::<Flex>(lhs, rhs, bias)
     }
 
     fn fused_matmul_add_relu_keeping_mask(
@@ -165,7 +177,7 @@ impl FusedMatmulAddReluBackend for Flex {
         bias: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, IntTensor<Self>) {
         // Flex keeps its tensors on the host: the mask is packed there.
-        let output = fmar_backend_ext::composed_matmul_add_relu::<Flex>(lhs, rhs, bias);
+        let output = prechecked::composed_matmul_add_relu::<Flex>(lhs, rhs, bias);
         let mask = fmar_autodiff::host_mask::pack_relu_mask::<Flex>(&output);
         (output, mask)
     }
@@ -354,6 +366,7 @@ pub fn matmul_add_relu_reference_nd<const D: usize, const B: usize>(
 }
 
 /// Every rule of [`try_matmul_add_relu_nd`], checked on metadata only (nothing is read back).
+/// The one check of the call: the backends that run it trust it.
 fn check_inputs<const D: usize, const B: usize>(
     lhs: &Tensor<D>,
     rhs: &Tensor<D>,
@@ -364,29 +377,25 @@ fn check_inputs<const D: usize, const B: usize>(
         [lhs.shape(), rhs.shape(), bias.shape()],
     );
     let dtypes: [DType; 3] = [lhs.dtype(), rhs.dtype(), bias.dtype()];
-    let input = |i: usize| Input {
-        device: &devices[i],
-        dtype: dtypes[i],
-        shape: &shapes[i],
-    };
+    let [lhs, rhs, bias] = std::array::from_fn(|i| Input::new(&devices[i], dtypes[i], &shapes[i]));
     let device = &devices[0];
     check_call(
-        input(0),
-        input(1),
-        input(2),
+        lhs,
+        rhs,
+        bias,
         |dtype| device.supports_dtype(dtype),
         max_allocation(device),
     )?;
     Ok(())
 }
 
-/// The most bytes `device` allocates in one buffer, where its runtime says: CubeCL's limit per
-/// allocation (on CUDA a quarter of the device's memory; on wgpu the adapter's largest storage
-/// buffer). Burn's Flex allocates on the host and states no limit.
+/// The most bytes `device` allocates in one buffer, where its runtime says (on a CubeCL device,
+/// [`fmar_backend_ext::max_buffer_bytes`]). Burn's Flex allocates on the host and states no
+/// limit.
 fn max_allocation(device: &burn::tensor::Device) -> Option<u64> {
     match device.as_dispatch().clone().inner() {
         burn::backend::DispatchDevice::Cube(device) => {
-            Some(device.client().properties().memory.max_page_size)
+            Some(fmar_backend_ext::max_buffer_bytes(&device.client()))
         }
         #[allow(unreachable_patterns)]
         _ => device.memory_capacity(),

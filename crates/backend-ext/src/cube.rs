@@ -11,9 +11,11 @@ use burn_cubecl::CubeBackend;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
+use cubecl::client::Client;
 use cubecl::prelude::TensorBinding;
 use fmar_fusion_meta::{
     Error, Input, MASK_DTYPE, OP_NAME, OutputMeta, check_call, mask_shape, matmul_shape,
+    trusted_output,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -42,6 +44,16 @@ pub fn product_launches() -> u64 {
     PRODUCT_LAUNCHES.load(Ordering::SeqCst)
 }
 
+/// The most bytes the device of `client` allocates in one buffer: CubeCL's limit per allocation
+/// (on CUDA a quarter of the device's memory; on wgpu the adapter's largest storage buffer).
+///
+/// The runtime's allocator refuses a larger buffer only when the queue runs, as an error
+/// attached to the buffer; checking a call against this limit makes it a typed error before
+/// anything is registered or launched.
+pub fn max_buffer_bytes(client: &Client) -> u64 {
+    client.properties().memory.max_page_size
+}
+
 /// `relu(lhs @ rhs + bias)` on a CubeCL device, in one kernel, or the reason it cannot run.
 ///
 /// The checks are [`fmar_fusion_meta::check_call`]'s, with the device's own answer to whether it
@@ -52,7 +64,8 @@ pub fn try_fused_matmul_add_relu(
     rhs: CubeTensor,
     bias: CubeTensor,
 ) -> Result<CubeTensor, Error> {
-    fused_launch(lhs, rhs, bias, false).map(|(output, _)| output)
+    let output = check(&lhs, &rhs, &bias)?;
+    Ok(launch_fused(lhs, rhs, bias, output, false).0)
 }
 
 /// [`try_fused_matmul_add_relu`] for a call whose backward will run: also the output's ReLU
@@ -64,8 +77,8 @@ pub fn try_fused_matmul_add_relu_keeping_mask(
     rhs: CubeTensor,
     bias: CubeTensor,
 ) -> Result<(CubeTensor, CubeTensor), Error> {
-    fused_launch(lhs, rhs, bias, true)
-        .map(|(output, mask)| (output, mask.expect("a mask is made when asked for")))
+    let output = check(&lhs, &rhs, &bias)?;
+    Ok(with_mask(launch_fused(lhs, rhs, bias, output, true)))
 }
 
 /// [`try_fused_matmul_add_relu_keeping_mask`], panicking with the error's message.
@@ -77,33 +90,60 @@ pub fn fused_matmul_add_relu_keeping_mask(
     try_fused_matmul_add_relu_keeping_mask(lhs, rhs, bias).unwrap_or_else(|error| panic!("{error}"))
 }
 
-/// The fused launch, with the ReLU mask when `keep_mask` is set.
-fn fused_launch(
+/// The fused forward of a call already checked ([`crate::prechecked`]), with the ReLU mask when
+/// `keep_mask` is set.
+pub(crate) fn launch_prechecked(
     lhs: CubeTensor,
     rhs: CubeTensor,
     bias: CubeTensor,
     keep_mask: bool,
-) -> Result<(CubeTensor, Option<CubeTensor>), Error> {
-    fn input(tensor: &CubeTensor) -> Input<'_, burn_cubecl::CubeDevice> {
-        Input {
-            device: &tensor.device,
-            dtype: tensor.dtype,
-            shape: tensor.meta.shape(),
-        }
-    }
-    // The runtime's allocator refuses a buffer over its page size only when the queue runs, as
-    // an error attached to the buffer; checking here makes it a typed error before any launch.
-    let OutputMeta {
-        shape: out_shape,
-        dtype,
-    } = check_call(
+) -> (CubeTensor, Option<CubeTensor>) {
+    let output = trusted_output(
         input(&lhs),
         input(&rhs),
         input(&bias),
         |dtype| CubeBackend::supports_dtype(&lhs.device, dtype),
-        Some(lhs.client.properties().memory.max_page_size),
-    )?;
+        || Some(max_buffer_bytes(&lhs.client)),
+    );
+    launch_fused(lhs, rhs, bias, output, keep_mask)
+}
 
+/// Every rule of the operation for the three tensors, on their device.
+fn check(lhs: &CubeTensor, rhs: &CubeTensor, bias: &CubeTensor) -> Result<OutputMeta, Error> {
+    check_call(
+        input(lhs),
+        input(rhs),
+        input(bias),
+        |dtype| CubeBackend::supports_dtype(&lhs.device, dtype),
+        Some(max_buffer_bytes(&lhs.client)),
+    )
+}
+
+/// A tensor's metadata, as the rules read it.
+fn input(tensor: &CubeTensor) -> Input<'_, burn_cubecl::CubeDevice> {
+    Input::new(&tensor.device, tensor.dtype, tensor.meta.shape())
+}
+
+/// The output and mask of a launch that was asked for its mask.
+pub(crate) fn with_mask(
+    (output, mask): (CubeTensor, Option<CubeTensor>),
+) -> (CubeTensor, CubeTensor) {
+    (output, mask.expect("a mask is made when asked for"))
+}
+
+/// The fused launch of a checked call whose output is `output`, with the ReLU mask when
+/// `keep_mask` is set.
+fn launch_fused(
+    lhs: CubeTensor,
+    rhs: CubeTensor,
+    bias: CubeTensor,
+    output: OutputMeta,
+    keep_mask: bool,
+) -> (CubeTensor, Option<CubeTensor>) {
+    let OutputMeta {
+        shape: out_shape,
+        dtype,
+    } = output;
     let output = empty_device_contiguous_dtype(
         lhs.client.clone(),
         lhs.device.clone(),
@@ -119,7 +159,7 @@ fn fused_launch(
         )
     });
     if out_shape.num_elements() == 0 {
-        return Ok((output, mask));
+        return (output, mask);
     }
 
     let client = output.client.clone();
@@ -132,6 +172,9 @@ fn fused_launch(
     };
     KERNEL_LAUNCHES.fetch_add(1, Ordering::SeqCst);
     let dtype = dtype_to_storage_type(dtype);
+    // The kernel crate checks its launch contract (shapes, strides, buffer bounds) on every
+    // launch, whatever was checked here: that check guards its unchecked kernel launches, so it
+    // is the kernel crate's safety boundary, not a repeat of the call's validation.
     let launched = match &mask {
         Some(mask) => {
             fmar_kernel::launch_keeping_mask(&client, operands, mask.clone().binding(), dtype)
@@ -139,11 +182,11 @@ fn fused_launch(
         None => fmar_kernel::launch(&client, operands, dtype),
     };
     if let Err(error) = launched {
-        // The rules above admit only operands the kernel contract accepts: reaching this is a
-        // bug in fmar, never in the caller's input.
+        // The call's rules admit only operands the kernel contract accepts: reaching this is a
+        // bug in fmar, never in a checked caller's input.
         panic!("{OP_NAME}: internal error, the kernel refused its operands: {error}");
     }
-    Ok((output, mask))
+    (output, mask)
 }
 
 /// [`try_fused_matmul_add_relu`], panicking with the error's message.
@@ -274,19 +317,11 @@ fn readable(tensor: CubeTensor) -> TensorBinding {
     tensor.binding()
 }
 
-/// Presents `binding` with shape `target`, which it broadcasts to (matched from the right): the
-/// dims it lacks, and its size-1 dims that `target` stretches, read with stride 0. No data moves.
+/// Presents `binding` with shape `target`, which it broadcasts to, by the kernel contract's
+/// broadcast rule ([`fmar_kernel::broadcast_strides`]). No data moves.
 fn broadcast_view(mut binding: TensorBinding, target: &[usize]) -> TensorBinding {
-    let shape = binding.shape.to_vec();
-    let strides = binding.strides.to_vec();
-    let skip = target.len() - shape.len();
-    let new_strides: Vec<usize> = (0..target.len())
-        .map(|dim| match dim.checked_sub(skip) {
-            Some(own) if shape[own] == target[dim] => strides[own],
-            _ => 0,
-        })
-        .collect();
+    binding.strides =
+        fmar_kernel::broadcast_strides(&binding.shape, &binding.strides, target).into();
     binding.shape = Shape::from(target.to_vec());
-    binding.strides = new_strides.into();
     binding
 }

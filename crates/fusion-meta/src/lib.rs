@@ -3,8 +3,10 @@
 //! direct execution produces come from the same functions here, so they agree by construction.
 //!
 //! Layer 0 of fmar: it depends on Burn's metadata types (`Shape`, `DType`) only. [`Error`] is
-//! fmar's public error type (re-exported as `fmar::Error`): every check, whether the public API
-//! makes it at the call or the backend makes it again at execution, reports through it.
+//! fmar's public error type (re-exported as `fmar::Error`): [`check_call`] reports through it,
+//! once per call, at whichever entry point the call comes in by. What runs a call that entry
+//! point already checked (Fusion's execution of the operation it registered, the backends'
+//! forwards under fmar's API) takes its output from [`trusted_output`] instead.
 
 use burn::tensor::{DType, Shape};
 
@@ -342,6 +344,17 @@ pub struct Input<'a, D> {
     pub shape: &'a Shape,
 }
 
+impl<'a, D> Input<'a, D> {
+    /// The input of a tensor on `device`, of `dtype` and `shape`.
+    pub fn new(device: &'a D, dtype: DType, shape: &'a Shape) -> Self {
+        Self {
+            device,
+            dtype,
+            shape,
+        }
+    }
+}
+
 /// The output a valid call produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputMeta {
@@ -351,11 +364,11 @@ pub struct OutputMeta {
     pub dtype: DType,
 }
 
-/// Every rule of the operation, in one order, for every layer that checks a call (the public
-/// API at the call, each backend's forward at execution): the devices match, the dtypes match
-/// and are supported by fmar and by the device (`device_supports`), the shapes give an output,
-/// and that output fits in one buffer of at most `max_buffer_bytes` (when the device states a
-/// limit). The first rule broken is the error.
+/// Every rule of the operation, in one order, for every entry point that checks a call (the
+/// public API, and the backend forwards that users may call directly): the devices match, the
+/// dtypes match and are supported by fmar and by the device (`device_supports`), the shapes give
+/// an output, and that output fits in one buffer of at most `max_buffer_bytes` (when the device
+/// states a limit). The first rule broken is the error.
 pub fn check_call<D: PartialEq + std::fmt::Debug>(
     lhs: Input<'_, D>,
     rhs: Input<'_, D>,
@@ -376,6 +389,33 @@ pub fn check_call<D: PartialEq + std::fmt::Debug>(
         check_output_fits(&shape, dtype, limit, lhs.device)?;
     }
     Ok(OutputMeta { shape, dtype })
+}
+
+/// The output of a call whose inputs [`check_call`] already accepted, where the call came in:
+/// the shape and dtype by the rules the Fusion annotation registers the output with
+/// ([`output_shape`], [`output_dtype`]), with nothing asked of the device, so that a call is
+/// checked once, not again where it executes.
+///
+/// Debug builds assert the trust: they run [`check_call`] again (looking the buffer limit up
+/// with `max_buffer_bytes`, which release builds never call) and panic with the error's
+/// message. Release builds panic only where the inputs give no output shape or dtype at all.
+pub fn trusted_output<D: PartialEq + std::fmt::Debug>(
+    lhs: Input<'_, D>,
+    rhs: Input<'_, D>,
+    bias: Input<'_, D>,
+    device_supports: impl FnOnce(DType) -> bool,
+    max_buffer_bytes: impl FnOnce() -> Option<u64>,
+) -> OutputMeta {
+    if cfg!(debug_assertions) {
+        return check_call(lhs, rhs, bias, device_supports, max_buffer_bytes())
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    // In `check_call`'s order: dtypes before shapes.
+    let dtype = output_dtype(lhs.dtype, rhs.dtype, bias.dtype);
+    OutputMeta {
+        shape: output_shape(lhs.shape, rhs.shape, bias.shape),
+        dtype,
+    }
 }
 
 #[cfg(test)]
@@ -462,15 +502,10 @@ mod tests {
         let bad_rhs = shape(&[2, 6, 5]);
         // `rhs` varies; `lhs` and `bias` are F16 on device "a".
         let call = |device: &str, dtype, rhs: &Shape, supports: fn(DType) -> bool, limit| {
-            let input = |device, dtype, shape| Input {
-                device,
-                dtype,
-                shape,
-            };
             check_call(
-                input(&"a", DType::F16, &lhs),
-                input(&device, dtype, rhs),
-                input(&"a", DType::F16, &bias),
+                Input::new(&"a", DType::F16, &lhs),
+                Input::new(&device, dtype, rhs),
+                Input::new(&"a", DType::F16, &bias),
                 supports,
                 limit,
             )
@@ -502,6 +537,32 @@ mod tests {
             "{err:?}"
         );
         assert!(call("a", DType::F16, &rhs, all, None).is_ok());
+    }
+
+    #[test]
+    fn trusted_output_is_the_checked_output() {
+        let (lhs, rhs, bias) = (shape(&[4, 1, 3]), shape(&[1, 3, 5]), shape(&[1, 5]));
+        let input = |shape| Input::new(&"a", DType::BF16, shape);
+        assert_eq!(
+            trusted_output(input(&lhs), input(&rhs), input(&bias), |_| true, || None),
+            check_call(input(&lhs), input(&rhs), input(&bias), |_| true, None).unwrap()
+        );
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(
+        expected = "matmul_add_relu: `rhs` is on device \"b\" but `lhs` is on device \"a\""
+    )]
+    fn debug_builds_check_what_they_trust() {
+        let (lhs, rhs, bias) = (shape(&[2, 3]), shape(&[3, 4]), shape(&[4]));
+        trusted_output(
+            Input::new(&"a", DType::F32, &lhs),
+            Input::new(&"b", DType::F32, &rhs),
+            Input::new(&"a", DType::F32, &bias),
+            |_| true,
+            || None,
+        );
     }
 
     #[test]

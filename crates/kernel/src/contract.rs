@@ -31,6 +31,27 @@ pub struct ProductOperands {
     pub out: TensorBinding,
 }
 
+/// The strides through which a tensor of `shape` and `strides` (in elements) reads as `target`,
+/// a shape it broadcasts to, matched from the right: the view the [launch contract](crate) wants
+/// for a broadcast operand. The dims `shape` lacks, and its size-1 dims that `target` stretches,
+/// get stride 0; the others keep their own. No data moves.
+///
+/// The one statement of that rule: callers use it to lay their operands out, and the contract
+/// tests to build theirs.
+///
+/// # Panics
+///
+/// Where `shape` has more dims than `target`, or `strides` fewer than `shape`.
+pub fn broadcast_strides(shape: &[usize], strides: &[usize], target: &[usize]) -> Vec<usize> {
+    let skip = target.len() - shape.len();
+    (0..target.len())
+        .map(|dim| match dim.checked_sub(skip) {
+            Some(own) if shape[own] == target[dim] => strides[own],
+            _ => 0,
+        })
+        .collect()
+}
+
 /// The sizes of a problem that passed [`check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Dims {
@@ -172,4 +193,22 @@ pub(crate) fn check_in_bounds(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broadcast_strides;
+
+    #[test]
+    fn broadcast_dims_read_with_stride_zero() {
+        // A `[n]` bias seen as `[b, m, n]`: the missing dims stride 0.
+        assert_eq!(broadcast_strides(&[5], &[1], &[2, 3, 5]), [0, 0, 1]);
+        // A transposed view with one batch, seen with 4: the stretched 1 strides 0.
+        assert_eq!(
+            broadcast_strides(&[1, 4, 3], &[12, 1, 4], &[4, 4, 3]),
+            [0, 1, 4]
+        );
+        // A dim of size 1 that stays 1 keeps its own stride.
+        assert_eq!(broadcast_strides(&[1, 7], &[7, 1], &[1, 7]), [7, 1]);
+    }
 }

@@ -3,15 +3,16 @@
 //!
 //! Layer 0 of fmar. This crate depends on cubecl and cubek-matmul, never on Burn: the layer
 //! above hands it plain [`TensorBinding`](cubecl::prelude::TensorBinding)s and a client, so
-//! any crate that exports the same [`launch`] signature (and the [`Operands`] /
-//! [`LaunchError`] types it names) can replace this one. The contract tests in `tests/` take the launch as a parameter, so a replacement runs
+//! any crate that exports the same [`launch`] signature (the [`Operands`] / [`LaunchError`]
+//! types it names, and [`broadcast_strides`], the contract's broadcast rule) can replace this
+//! one. The contract tests in `tests/` take the launch as a parameter, so a replacement runs
 //! them unchanged.
 //!
 //! | module | what it holds |
 //! |---|---|
 //! | `launch` | the facade: [`launch`], [`launch_variant`]; [`launch_keeping_mask`] for a forward whose backward will run; [`launch_product`] for plain products |
 //! | `mask` | the ReLU mask, one bit per output element, and the backward's masked gradient ([`launch_masked_gradient`]) |
-//! | `contract` | [`Operands`], [`ProductOperands`] and the host-side checks of the contract below |
+//! | `contract` | [`Operands`], [`ProductOperands`], [`broadcast_strides`] and the host-side checks of the contract below |
 //! | [`error`] | [`LaunchError`] |
 //! | `variant` | [`Variant`], the implementations of the contract |
 //! | `common` | what fmar's own kernels share: Burn's ReLU, batch offsets, grid setup |
@@ -31,13 +32,15 @@
 //! - have the same rank `r >= 2`;
 //! - `lhs` is `[B.., m, k]`, `rhs` is `[B.., k, n]`, `bias` and `out` are `[B.., m, n]`, where
 //!   `B..` are the *output's* batch dims: a broadcast operand is passed with the output's size
-//!   on that dim and a stride of 0 (the caller expands it, no copy);
+//!   on that dim and a stride of 0 (the caller expands it with [`broadcast_strides`], no copy);
 //! - may have any strides (transposed or sliced views are read in place), except `out`, which is
 //!   written densely and must be contiguous (row-major);
 //! - share one dtype, `f32`, `f16` or `bf16`.
 //!
 //! [`launch`] checks the contract on the host and returns a [`LaunchError`] rather than launch a
-//! kernel that would read out of bounds.
+//! kernel that would read out of bounds. That check is this crate's safety boundary: the kernels
+//! are launched with `launch_unchecked`, so it runs on every launch, whatever the caller has
+//! already checked.
 mod accelerated;
 mod common;
 mod contract;
@@ -55,7 +58,7 @@ mod tiled;
 mod variant;
 
 pub use accelerated::{Routine, TileKind};
-pub use contract::{Operands, ProductOperands};
+pub use contract::{Operands, ProductOperands, broadcast_strides};
 pub use error::LaunchError;
 pub use launch::{
     launch, launch_keeping_mask, launch_product, launch_variant, product_device_unavailability,

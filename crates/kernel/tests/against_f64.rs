@@ -293,7 +293,7 @@ fn hopper_operands(
     lhs_m_major: bool,
     rhs_k_major: bool,
 ) -> (kernel::Operands, cubecl::server::Handle) {
-    use contract::{binding, upload};
+    use contract::{binding, broadcast_binding, upload};
     let out_shape = problem.output.shape.clone();
     let rank = out_shape.len();
     let stored = |host: &fmar_tests::HostTensor, transposed: bool| {
@@ -312,23 +312,17 @@ fn hopper_operands(
     let out_len: usize = out_shape.iter().product();
     let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; out_len]));
     let out_strides = fmar_tests::layout::contiguous_strides(&out_shape);
-    let with_k = |shape: &[usize], strides: &[usize], rows: usize, cols: usize| {
+    let with_tail = |rows: usize, cols: usize| {
         let mut target = out_shape.clone();
         target[rank - 2] = rows;
         target[rank - 1] = cols;
-        contract::expand(shape, strides, &target)
+        target
     };
-    let k = problem.k();
-    let (lhs_view, lhs_view_strides) =
-        with_k(&problem.lhs.shape, &lhs_strides, out_shape[rank - 2], k);
-    let (rhs_view, rhs_view_strides) =
-        with_k(&problem.rhs.shape, &rhs_strides, k, out_shape[rank - 1]);
-    let (bias_view, bias_view_strides) =
-        contract::expand(&problem.bias.shape, &bias_strides, &out_shape);
+    let (m, k, n) = (out_shape[rank - 2], problem.k(), out_shape[rank - 1]);
     let operands = kernel::Operands {
-        lhs: binding(&lhs, &lhs_view, &lhs_view_strides),
-        rhs: binding(&rhs, &rhs_view, &rhs_view_strides),
-        bias: binding(&bias, &bias_view, &bias_view_strides),
+        lhs: broadcast_binding(&lhs, &problem.lhs.shape, &lhs_strides, &with_tail(m, k)),
+        rhs: broadcast_binding(&rhs, &problem.rhs.shape, &rhs_strides, &with_tail(k, n)),
+        bias: broadcast_binding(&bias, &problem.bias.shape, &bias_strides, &out_shape),
         out: binding(&out, &out_shape, &out_strides),
     };
     (operands, out)

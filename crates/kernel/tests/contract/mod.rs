@@ -12,10 +12,14 @@
 //! # What the harness needs from the crate under test
 //!
 //! It reaches that crate as `crate::kernel` and names only what the contract names:
-//! [`Operands`] (public `lhs`, `rhs`, `bias`, `out` tensor bindings) and [`LaunchError`] (with
+//! [`Operands`] (public `lhs`, `rhs`, `bias`, `out` tensor bindings), [`LaunchError`] (with
 //! `is_variant_specific()` and the contract's `Shape`, `OutOfBounds` and `UnsupportedDtype`
-//! variants, each carrying the offending `operand`'s name where it has one). The two launch
-//! functions and the variants are given to [`contract_tests!`]; a variant is any `Copy +
+//! variants, each carrying the offending `operand`'s name where it has one) and
+//! `broadcast_strides(shape, strides, target) -> Vec<usize>`, the contract's rule for a
+//! broadcast operand's view, which the harness lays its operands out with as a caller does (a
+//! replacement may re-export `fmar_kernel`'s). The harness does not take that rule on trust: the
+//! f64 reference broadcasts by its own loops, so a wrong rule fails the broadcast tests. The two
+//! launch functions and the variants are given to [`contract_tests!`]; a variant is any `Copy +
 //! Display` value, so a crate with a single implementation exports a one-value `Variant`.
 //!
 //! # Running these tests on a replacement kernel crate
@@ -39,7 +43,7 @@
 //! `fmar-kernel`'s own `tests/against_f64.rs` is exactly that file, plus one test of the
 //! tolerance itself (an f16-accumulating mutant kernel it must reject).
 
-use crate::kernel::{LaunchError, Operands};
+use crate::kernel::{LaunchError, Operands, broadcast_strides};
 use cubecl::client::Client;
 use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::*;
@@ -209,17 +213,15 @@ pub fn download(client: &Client, handle: Handle, precision: Precision) -> Vec<f6
     precision.decode(&client.read_one(handle).expect("readback"))
 }
 
-/// The view of a tensor that the launch contract wants: the target's dims (matched from the
-/// right), with stride 0 where the tensor broadcasts.
-pub fn expand(shape: &[usize], strides: &[usize], target: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let skip = target.len() - shape.len();
-    let strides = (0..target.len())
-        .map(|dim| match dim.checked_sub(skip) {
-            Some(own) if shape[own] == target[dim] => strides[own],
-            _ => 0,
-        })
-        .collect();
-    (target.to_vec(), strides)
+/// A view of `handle`, whose tensor has `shape` and `strides`, as the launch contract wants it
+/// with shape `target`: stride 0 where the tensor broadcasts ([`broadcast_strides`]).
+pub fn broadcast_binding(
+    handle: &Handle,
+    shape: &[usize],
+    strides: &[usize],
+    target: &[usize],
+) -> TensorBinding {
+    binding(handle, target, &broadcast_strides(shape, strides, target))
 }
 
 /// `host` stored on the device in `layout`: the buffer and the strides that read it back.
@@ -295,8 +297,7 @@ fn launch_raw<V: Copy + Display>(
     let target = |tail: [usize; 2]| -> Vec<usize> { batch.iter().copied().chain(tail).collect() };
     let view = |host: &HostTensor, layout: Layout, target: &[usize]| {
         let (handle, strides) = store(&client, host, layout, precision);
-        let (shape, strides) = expand(&host.shape, &strides, target);
-        binding(&handle, &shape, &strides)
+        broadcast_binding(&handle, &host.shape, &strides, target)
     };
     let out_len: usize = out_shape.iter().product();
     let out = client.create_from_slice(&precision.encode(&sentinel(out_len)));
