@@ -36,7 +36,7 @@ pub(crate) use kernel::Epilogue;
 use kernel::{KernelConfig, fused_matmul_add_relu_hopper};
 use plan::{LhsMajor, MapLayout, RhsMajor, Schedule, line_elems};
 use split_k::{FINISH_UNITS, finish_split_k};
-use transpose::k_major_copy;
+use transpose::{copy_unavailability, k_major_copy};
 use wgmma::Operand;
 
 /// Why the Hopper kernel cannot run on `client`'s device, if it cannot.
@@ -105,21 +105,27 @@ pub(crate) fn launch(
         }
     };
     let mut plan = plan::plan(&ops.lhs, &ops.rhs, &ops.out, dtype.size()).map_err(unavailable)?;
-    let (mut lhs, mut rhs) = (ops.lhs.clone(), ops.rhs.clone());
-    if operand == Operand::Tf32 {
-        // TF32 MMAs have no transpose bits: an operand that is not K-major is read from a
-        // K-major copy.
-        if plan.lhs_major == LhsMajor::M {
-            (lhs, plan.lhs) = k_major_copy(client, &ops.lhs, &plan.lhs, dtype)?;
-            plan.lhs_major = LhsMajor::K;
-        }
-        if plan.rhs_major == RhsMajor::N {
-            (rhs, plan.rhs) = k_major_copy(client, &ops.rhs, &plan.rhs, dtype)?;
-            plan.rhs_major = RhsMajor::K;
-        }
-    }
     if dims.m * dims.n * dims.batch > u32::MAX as usize {
         return Err(unavailable("an output of more than 2^32 elements".into()));
+    }
+    // TF32 MMAs have no transpose bits: an operand that is not K-major is read from a K-major
+    // copy. Every reason to decline comes before the first launch, so a decline launches
+    // nothing.
+    let copy_lhs = operand == Operand::Tf32 && plan.lhs_major == LhsMajor::M;
+    let copy_rhs = operand == Operand::Tf32 && plan.rhs_major == RhsMajor::N;
+    for (copied, layout) in [(copy_lhs, &plan.lhs), (copy_rhs, &plan.rhs)] {
+        if copied && let Some(reason) = copy_unavailability(layout) {
+            return Err(unavailable(reason));
+        }
+    }
+    let (mut lhs, mut rhs) = (ops.lhs.clone(), ops.rhs.clone());
+    if copy_lhs {
+        (lhs, plan.lhs) = k_major_copy(client, &ops.lhs, &plan.lhs, dtype);
+        plan.lhs_major = LhsMajor::K;
+    }
+    if copy_rhs {
+        (rhs, plan.rhs) = k_major_copy(client, &ops.rhs, &plan.rhs, dtype);
+        plan.rhs_major = RhsMajor::K;
     }
 
     let processors = client

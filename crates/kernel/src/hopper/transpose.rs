@@ -6,7 +6,6 @@
 //! about a tenth of the product's time (35 us against 350).
 
 use super::plan::MapLayout;
-use crate::{LaunchError, Variant};
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
@@ -56,27 +55,32 @@ fn transpose_blocks<E: Numeric>(
     }
 }
 
+/// Why the operand `layout` describes cannot be copied K-major, if it cannot: the copy's grid
+/// takes blocks of rows and batches along its two shorter axes.
+pub(crate) fn copy_unavailability(layout: &MapLayout) -> Option<String> {
+    let [batch, rows, _] = layout.shape;
+    let max_cubes = u32::from(u16::MAX) as usize;
+    (rows.div_ceil(BLOCK) > max_cubes || batch > max_cubes).then(|| {
+        format!(
+            "an f32 operand of {batch} batches of {rows} rows read transposed (the K-major copy \
+             takes at most {max_cubes} of each, in blocks of {BLOCK} rows)"
+        )
+    })
+}
+
 /// A K-major copy of the operand `binding` reads through `layout` (`[batch, rows, cols]`, the
 /// rows K): a fresh buffer `[batch, cols, rows]` whose row stride is padded to 16 bytes, as the
-/// TMA engine needs, and the layout that reads it.
+/// TMA engine needs, and the layout that reads it. The layout must pass
+/// [`copy_unavailability`].
 pub(crate) fn k_major_copy(
     client: &Client,
     binding: &TensorBinding,
     layout: &MapLayout,
     dtype: ElemType,
-) -> Result<(TensorBinding, MapLayout), LaunchError> {
+) -> (TensorBinding, MapLayout) {
+    debug_assert!(copy_unavailability(layout).is_none());
     let [batch, rows, cols] = layout.shape;
     let size = dtype.size();
-    let max_cubes = u32::from(u16::MAX) as usize;
-    if rows.div_ceil(BLOCK) > max_cubes || batch > max_cubes {
-        return Err(LaunchError::Unavailable {
-            variant: Variant::Hopper,
-            reason: format!(
-                "an f32 operand of {batch} batches of {rows} rows read transposed (the copy \
-                 takes at most {max_cubes} of each in blocks of {BLOCK})"
-            ),
-        });
-    }
     let padded_rows = rows.next_multiple_of(16 / size);
     let copy_len = batch * cols * padded_rows;
     let source = TensorBinding {
@@ -116,5 +120,5 @@ pub(crate) fn k_major_copy(
         strides: [cols * padded_rows, padded_rows, 1],
         batched: layout.batched,
     };
-    Ok((copy, layout))
+    (copy, layout)
 }
