@@ -26,8 +26,9 @@
 //! [`launch`] computes, for every output element,
 //! `out[b.., i, j] = max(sum_k lhs[b.., i, k] * rhs[b.., k, j] + bias[b.., i, j], 0)`
 //! with the sum accumulated in f32 whatever the storage dtype. (On CUDA, f32 inputs of the
-//! tensor-core routines are rounded to TF32 while cubek's `allow_tf32` is on, its default, as in
-//! Burn's own matmul; `allow_tf32 = false` in a `cubek.toml` keeps them f32.) The four operands:
+//! tensor-core variants, the Hopper kernel's and cubek's routines, are rounded to TF32 while
+//! cubek's `allow_tf32` is on, its default, as in Burn's own matmul; `allow_tf32 = false` in a
+//! `cubek.toml` keeps them f32.) The four operands:
 //!
 //! - have the same rank `r >= 2`;
 //! - `lhs` is `[B.., m, k]`, `rhs` is `[B.., k, n]`, `bias` and `out` are `[B.., m, n]`, where
