@@ -122,3 +122,31 @@ pub(crate) fn k_major_copy(
     };
     (copy, layout)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(batch: usize, rows: usize, cols: usize) -> MapLayout {
+        MapLayout {
+            shape: [batch, rows, cols],
+            strides: [rows * cols, cols, 1],
+            batched: batch > 1,
+        }
+    }
+
+    #[test]
+    fn the_copy_declines_only_past_its_grid() {
+        let max = u32::from(u16::MAX) as usize;
+        assert_eq!(copy_unavailability(&layout(1, 4096, 4096)), None);
+        assert_eq!(copy_unavailability(&layout(max, BLOCK * max, 8)), None);
+        // The columns run along the grid's long axis: any count.
+        assert_eq!(copy_unavailability(&layout(1, 8, 1 << 31)), None);
+        let reason = copy_unavailability(&layout(1, BLOCK * max + 1, 8)).unwrap();
+        assert!(
+            reason.contains(&format!("{} rows", BLOCK * max + 1)),
+            "{reason}"
+        );
+        assert!(copy_unavailability(&layout(max + 1, 8, 8)).is_some());
+    }
+}
