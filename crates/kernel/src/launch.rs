@@ -89,8 +89,8 @@ pub(crate) fn run_checked(
 ///
 /// The operands follow the [launch contract](crate) without the bias. Only the Hopper kernel
 /// runs plain products: where it cannot (another device, an `f32` product while cubek's
-/// `allow_tf32` is off, a layout the TMA engine cannot read, `k = 0`), this returns [`LaunchError::Unavailable`] and launches
-/// nothing, and the caller runs its own matmul. An output with no elements launches nothing.
+/// `allow_tf32` is off, a layout the TMA engine cannot read, `k = 0`), this returns
+/// [`LaunchError::Unavailable`] and launches nothing, and the caller runs its own matmul. An output with no elements launches nothing.
 pub fn launch_product(
     client: &Client,
     operands: ProductOperands,

@@ -426,8 +426,8 @@ fn each_variant_runs_exactly_where_expected() {
 ///
 /// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); 1100 rows give
 /// the bias gradient's last step more partial sums than it has unit rows; the batch is
-/// kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through TF32), whose
-/// epilogue writes the mask (asserted), including a few-row problem whose `k` is split, where
+/// kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through
+/// TF32), whose epilogue writes the mask (asserted), including a few-row problem whose `k` is split, where
 /// the mask is packed after the split-K sum; everywhere the other variants' output is packed
 /// by the mask kernel. Every dtype the device runs.
 #[test]

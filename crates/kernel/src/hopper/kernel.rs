@@ -1,8 +1,7 @@
 //! The Hopper kernel, persistent: each cube walks output tiles of its [`TileShape`] (grouped
-//! order, batch outermost) until none are left. A producer unit brings slices of `k` one
-//! 128-byte swizzle line deep (64 half-precision or 32 f32 elements) of
-//! `lhs` and `rhs` into a ring of shared-memory stages with the TMA engine (128-byte swizzle,
-//! zero fill past the edges); one consumer warpgroup per 64 rows of the tile runs the
+//! order, batch outermost) until none are left. A producer unit brings slices of `lhs` and `rhs`
+//! one 128-byte swizzle line deep along `k` (64 half-precision or 32 f32 elements) into a ring
+//! of shared-memory stages with the TMA engine (128-byte swizzle, zero fill past the edges); one consumer warpgroup per 64 rows of the tile runs the
 //! warpgroup MMAs of every stage, hands the stage back, and after the last one adds the bias
 //! and applies the ReLU in its registers, then stores through shared memory and the TMA engine
 //! ([`store_tile`]). The ring runs on across tiles, so the producer fills the next tile's

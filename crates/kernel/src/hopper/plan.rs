@@ -98,8 +98,8 @@ impl Schedule {
     /// overlaps the other's stream. Measured on an H200 at `1 x 1 x 4096 x 4096`: 16 us for the
     /// first kernel, against 18.5 with one cube of 8 stages per multiprocessor.
     const SPLIT_STAGES: usize = 5;
-    /// Fewest k-blocks (one swizzle line deep) in one slice: a shallower slice's ring barely fills
-    /// before its partial sums are written out.
+    /// Fewest k-blocks (one swizzle line deep) in one slice: a shallower slice's ring barely
+    /// fills before its partial sums are written out.
     const MIN_SLICE_BLOCKS: usize = 8;
     /// Most slices per tile: the workspace and the second kernel's reads grow with them.
     const MAX_SPLITS: usize = 8;
@@ -413,8 +413,6 @@ mod tests {
             assert!(tile.stages >= 4, "{tile:?}");
             assert!(tile.stages * tile.stage_bytes() <= RING_BYTES, "{tile:?}");
         }
-        // Two split-K cubes, each with its ring and two 64 x 64 output buffers, in one
-        // multiprocessor's 228 KiB (1 KiB of it reserved per cube).
         // A whole cube in f32 (the largest elements): the ring, two 64-row output chunks of
         // one line per row per consumer warpgroup, the staged bias and the barriers, within the
         // 227 KiB a cube may use.
@@ -424,6 +422,8 @@ mod tests {
                 + tile.stages * 16;
             assert!(cube_bytes <= 232_448, "{tile:?}: {cube_bytes}");
         }
+        // Two split-K cubes, each with its ring and two 64 x 64 output buffers, in one
+        // multiprocessor's 228 KiB (1 KiB of it reserved per cube).
         let split = Schedule::split_tile();
         let cube_bytes = split.stages * split.stage_bytes() + 2 * 64 * 64 * 2 + 1024;
         assert!(2 * cube_bytes <= 228 * 1024, "{cube_bytes}");
