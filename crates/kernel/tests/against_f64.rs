@@ -165,8 +165,9 @@ fn hopper_runs_exactly_where_the_device_has_it() {
         (&[1000, 136], &[136, 2000], &[1000, 2000], false, true),
         (&[504, 136], &[136, 2000], &[2000], true, true),
         (&[2, 200, 264], &[2, 264, 136], &[2, 1, 136], true, false),
-        // Few rows: split-K (two slices of `k` per 64 x 64 tile; eight slices of one tile, the
-        // last shorter than the others; two slices of tiles with a full bias and ragged rows).
+        // Few rows: split-K, the slices of a 64 x 64 tile in one cluster (five slices of `k`
+        // per tile; five slices of one tile, the last shorter in f32; two slices, four in f32,
+        // of tiles with a full bias and ragged rows).
         (&[3, 1, 4104], &[1, 4104, 1000], &[1, 1000], false, false),
         (&[1, 4104], &[4104, 64], &[64], false, true),
         (
@@ -427,9 +428,9 @@ fn each_variant_runs_exactly_where_expected() {
 /// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); 1100 rows give
 /// the bias gradient's last step more partial sums than it has unit rows; the batch is
 /// kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through
-/// TF32), whose epilogue writes the mask (asserted), including a few-row problem whose `k` is split, where
-/// the mask is packed after the split-K sum; everywhere the other variants' output is packed
-/// by the mask kernel. Every dtype the device runs.
+/// TF32), whose epilogue writes the mask (asserted), including a few-row problem whose `k` is
+/// split across a cluster; everywhere the other variants' output is packed by the mask kernel.
+/// Every dtype the device runs.
 #[test]
 fn mask_follows_the_stored_output_and_gates_the_gradient() {
     use contract::{binding, client, download, elem_type, upload};

@@ -7,9 +7,11 @@
 //! ([`store_tile`]). The ring runs on across tiles, so the producer fills the next tile's
 //! stages while the consumers store the last one's.
 //!
-//! Under split-K ([`KernelConfig::split_k`]) a work item is one slice of `k` of one tile: the
-//! consumers write the slice's f32 partial sums to a workspace ([`store_partial_sums`]), and a
-//! second kernel adds the slices, the bias and the ReLU.
+//! Under split-K ([`KernelConfig::splits`] > 1, [`fused_matmul_add_relu_hopper_split_k`]) a work
+//! item is one slice of `k` of one tile, and the slices of a tile run in one thread-block
+//! cluster, one cube each: every cube but the first stores its f32 partial sums into the first
+//! one's shared memory (the ring, which the first cube hands over once its own MMAs are done),
+//! and the first adds them to its own and runs the epilogue ([`super::cluster`]).
 //!
 //! Two barriers per stage: `full` completes when the stage's bytes have landed (the producer
 //! arrives once and the TMA engine counts the bytes), `empty` when every consumer unit is done
@@ -18,6 +20,10 @@
 //! parity, so the first round's wait on `empty` passes at once. A barrier is named by a
 //! compile-time index, so each k-block picks its stage's code among `stages` unrolled copies.
 
+use super::cluster::{
+    add_slot, arrive_expecting, arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init,
+    fence_proxy_async, init_barrier, slot_bytes, store_remote, unit_offset, wait_barrier,
+};
 use super::plan::{LINE_BYTES, TileShape, line_elems};
 use super::wgmma::{MmaShape, Operand, descriptor, mma_stage, shared_address, store_matrix_x4};
 use crate::common::{batch_offset, relu};
@@ -46,10 +52,10 @@ pub(crate) struct KernelConfig {
     /// Whether the bias is the same for every row (stride 0 along `m`): then it is staged in
     /// shared memory once per tile.
     pub bias_row_broadcast: bool,
-    /// Whether each cube sums one slice of `k` into the f32 workspace (split-K), leaving the
-    /// epilogue to [`finish_split_k`](super::split_k::finish_split_k), instead of finishing
-    /// its tiles itself.
-    pub split_k: bool,
+    /// Slices of `k` per tile, each one cube's work item (split-K); the slices of a tile run in
+    /// one cluster of `splits` cubes, launched by [`fused_matmul_add_relu_hopper_split_k`]. 1:
+    /// each cube sums whole tiles.
+    pub splits: usize,
     /// What is done to the sums before they are stored.
     pub epilogue: Epilogue,
 }
@@ -128,6 +134,22 @@ impl KernelConfig {
         64 * self.tile_k()
     }
 
+    /// Under split-K, where the first cube of a cluster receives the other cubes' sums: slot
+    /// `q` (sums of cube `1 + q / consumers`, warpgroup `q % consumers`) is the `q`-th
+    /// [`slot_bytes`] of the `lhs` ring, then of the `rhs` ring. This many fit in the `lhs`
+    /// ring.
+    pub fn slots_in_lhs_ring(self) -> usize {
+        self.tile.stages * self.a_stage() * self.operand.bytes() / slot_bytes(self.tile.n / 2)
+    }
+
+    /// Slots the two rings hold: at least `(splits - 1) * consumers` for a split-K
+    /// configuration.
+    pub fn slots(self) -> usize {
+        let per_slot = slot_bytes(self.tile.n / 2);
+        self.slots_in_lhs_ring()
+            + self.tile.stages * self.b_stage() * self.operand.bytes() / per_slot
+    }
+
     /// Shared-memory bytes of one 64-row panel of an MN-major stage (`tile_k` lines along
     /// `k`), or of one warpgroup's 64 rows of a K-major one: the distance between them.
     pub fn panel_bytes(self) -> usize {
@@ -135,28 +157,68 @@ impl KernelConfig {
     }
 }
 
+/// The kernel, each cube walking whole tiles (`config.splits == 1`).
 #[cube(launch_unchecked, address_type = "dynamic")]
 #[allow(clippy::too_many_arguments)]
-// A compile-time branch (`comptime!`) holds a run-time one; merged, both would be run-time.
-#[allow(clippy::collapsible_if)]
 pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     lhs: &TensorMap<E, Tiled>,
     rhs: &TensorMap<E, Tiled>,
     bias: &Tensor<E>,
     output: &mut TensorMap<E, Tiled>,
-    workspace: &mut Tensor<f32>,
     mask: &mut Tensor<u32>,
     m: u32,
     n: u32,
     k: u32,
     batches: u32,
-    splits: u32,
     #[comptime] config: KernelConfig,
     #[define(E)] _dtype: ElemType,
 ) {
+    hopper_body::<E, R>(lhs, rhs, bias, output, mask, m, n, k, batches, config);
+}
+
+/// The kernel under split-K (`config.splits > 1`): clusters of `splits` cubes, one per slice of
+/// a tile's `k`, launched as exactly one cube per work item.
+#[cube(
+    launch_unchecked,
+    address_type = "dynamic",
+    cluster_dim = CubeDim::new_1d(config.splits as u32)
+)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fused_matmul_add_relu_hopper_split_k<E: Float, R: Size>(
+    lhs: &TensorMap<E, Tiled>,
+    rhs: &TensorMap<E, Tiled>,
+    bias: &Tensor<E>,
+    output: &mut TensorMap<E, Tiled>,
+    mask: &mut Tensor<u32>,
+    m: u32,
+    n: u32,
+    k: u32,
+    batches: u32,
+    #[comptime] config: KernelConfig,
+    #[define(E)] _dtype: ElemType,
+) {
+    hopper_body::<E, R>(lhs, rhs, bias, output, mask, m, n, k, batches, config);
+}
+
+#[cube]
+#[allow(clippy::too_many_arguments)]
+// A compile-time branch (`comptime!`) holds a run-time one; merged, both would be run-time.
+#[allow(clippy::collapsible_if)]
+fn hopper_body<E: Float, R: Size>(
+    lhs: &TensorMap<E, Tiled>,
+    rhs: &TensorMap<E, Tiled>,
+    bias: &Tensor<E>,
+    output: &mut TensorMap<E, Tiled>,
+    mask: &mut Tensor<u32>,
+    m: u32,
+    n: u32,
+    k: u32,
+    batches: u32,
+    #[comptime] config: KernelConfig,
+) {
     let m = m as usize;
     let n = n as usize;
-    let splits = splits as usize;
+    let splits = comptime![config.splits];
     let shape = comptime![config.tile];
     let (tile_m, tile_n, stages) = comptime![(shape.m, shape.n, shape.stages)];
     let (a_stage, b_stage) = comptime![(config.a_stage(), config.b_stage())];
@@ -183,6 +245,12 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
     // loaded while the MMAs run, so the epilogue reads it from shared memory, not from global
     // memory with a load's latency in every chunk.
     let mut smem_bias = Shared::<[E]>::new_slice(comptime![shape.consumers() * shape.n]);
+    // Under split-K, the mbarriers of the hand-over to the cluster's first cube: `ready` (first
+    // word: that cube's ring is free; one arrival per warpgroup of the first cube), then one per
+    // other cube (cube `r`'s sums have landed; one arrival per warpgroup of the first cube, with
+    // the bytes it expects).
+    let cluster_barriers = Shared::<[u64]>::new_aligned_slice(comptime![splits], 8usize);
+    let ready = shared_address::<u64>(&cluster_barriers);
 
     let mut full = Sequence::<Shared<Barrier>>::new();
     let mut empty = Sequence::<Shared<Barrier>>::new();
@@ -197,10 +265,25 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
             full.index(s).init_manual(1u32);
             empty.index(s).init_manual(comptime![consumer_units as u32]);
         }
+        if comptime![splits > 1] {
+            #[unroll]
+            for barrier in 0..splits {
+                init_barrier(
+                    ready + 8 * barrier as u32,
+                    comptime![shape.consumers() as u32],
+                );
+            }
+            fence_barrier_init();
+        }
         // The barriers' initialisation must be visible to the TMA engine.
         sync_async_proxy_shared();
     }
     sync_cube();
+    if comptime![splits > 1] {
+        // The consumers wait for it before they touch another cube's barriers; the producer
+        // never does, so its loads start at once.
+        cluster_arrive();
+    }
 
     if UNIT_POS as usize == consumer_units {
         let mut iteration = 0usize;
@@ -330,19 +413,53 @@ pub(crate) fn fused_matmul_add_relu_hopper<E: Float, R: Size>(
                     smem_bias[at + 1] = bias_pair.1;
                 }
             }
-            if comptime![config.split_k] {
-                let slice = (split * batches as usize + batch) * m * n;
-                store_partial_sums::<R>(
-                    acc,
-                    workspace,
-                    slice,
-                    row0 + warpgroup as usize * 64,
-                    col0,
-                    m,
-                    n,
-                    comptime![config.tile.n],
-                );
-            } else {
+            let mut finishes = true;
+            if comptime![splits > 1] {
+                let values = comptime![tile_n / 2];
+                // Slot `q` of the first cube's rings, as `KernelConfig::slots_in_lhs_ring` says.
+                let lhs_ring = shared_address::<E>(&smem_a);
+                let rhs_ring = shared_address::<E>(&smem_b);
+                let consumers = comptime![shape.consumers()];
+                let rank = split;
+                // Every cube's barriers are initialised.
+                cluster_wait();
+                if rank == 0 {
+                    // This warpgroup's MMAs are done with the ring: once every warpgroup's
+                    // are, the other cubes may write their sums into it.
+                    warpgroup_barrier(warpgroup);
+                    if unit == 0 {
+                        fence_proxy_async();
+                        #[unroll]
+                        for other in 1..splits {
+                            let bytes = comptime![slot_bytes(tile_n / 2) as u32];
+                            arrive_expecting(ready + 8 * other as u32, bytes);
+                        }
+                        #[unroll]
+                        for other in 1..splits {
+                            arrive_remote(ready, other as u32);
+                        }
+                    }
+                    // One barrier per other cube: waiting on each before reading its slot keeps
+                    // the assembler from loading every slot at once (216 registers a unit on an
+                    // H200 with one barrier for all, where two cubes per multiprocessor allow
+                    // 204).
+                    #[unroll]
+                    for other in 1..splits {
+                        wait_barrier(ready + 8 * other as u32, 0u32);
+                        let q = comptime![(other - 1) * consumers] + warpgroup as usize;
+                        let slot = slot_address(q, lhs_ring, rhs_ring, config);
+                        acc = add_slot::<R>(acc, slot + unit_offset(unit), values);
+                    }
+                } else {
+                    wait_barrier(ready, 0u32);
+                    let q = (rank - 1) * consumers + warpgroup as usize;
+                    let slot = slot_address(q, lhs_ring, rhs_ring, config);
+                    let sums = ready + 8 * rank as u32;
+                    store_remote::<R>(slot + unit_offset(unit), 0u32, sums, acc, values);
+                    finishes = false;
+                }
+            }
+            if finishes {
                 store_tile::<E, R>(
                     acc,
                     bias,
@@ -377,34 +494,18 @@ fn slice_blocks_of(split: usize, slice_blocks: usize, k_blocks: usize) -> (usize
     (first, end)
 }
 
-/// Writes a consumer warpgroup's partial sums of one slice of `k` (its 64 rows of the tile,
-/// `tile_n` columns, from `row0`, `col0`) into the slice's `[m, n]` plane of the workspace,
-/// which starts at `slice`. Rows and columns past the output's edges are not written.
+/// The shared address of slot `q` (see [`KernelConfig::slots_in_lhs_ring`]), given the
+/// addresses of the `lhs` and `rhs` rings: the same in every cube of the cluster.
 #[cube]
-#[allow(clippy::too_many_arguments)]
-fn store_partial_sums<R: Size>(
-    acc: Vector<f32, R>,
-    workspace: &mut Tensor<f32>,
-    slice: usize,
-    row0: usize,
-    col0: usize,
-    m: usize,
-    n: usize,
-    #[comptime] tile_n: usize,
-) {
-    // The accumulator fragment, as in `store_tile`.
-    let unit = (UNIT_POS % 128) as usize;
-    let lane = unit % 32;
-    let row = row0 + (unit / 32) * 16 + lane / 4;
-    let col = col0 + 2 * (lane % 4);
-    #[unroll]
-    for nth in 0..comptime![tile_n / 2] {
-        let r = row + comptime![8 * ((nth / 2) % 2)];
-        let c = col + comptime![8 * (nth / 4) + nth % 2];
-        if r < m && c < n {
-            workspace[slice + r * n + c] = acc.extract(nth);
-        }
-    }
+fn slot_address(q: usize, lhs_ring: u32, rhs_ring: u32, #[comptime] config: KernelConfig) -> u32 {
+    let in_lhs = comptime![config.slots_in_lhs_ring()];
+    let bytes = comptime![slot_bytes(config.tile.n / 2)];
+    let in_rhs = select(q >= in_lhs, q - in_lhs, 0usize);
+    select(
+        q < in_lhs,
+        lhs_ring + (q * bytes) as u32,
+        rhs_ring + (in_rhs * bytes) as u32,
+    )
 }
 
 /// The batch, first row and first column of output tile `tile`: batches one after the other,
@@ -623,4 +724,32 @@ fn wait_bulk_stores_read_but_one() {
 fn warpgroup_barrier(warpgroup: u32) {
     let id = warpgroup + 1;
     gpu_asm!("bar.sync {id}, 128;", id = in(_) id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hopper::plan::Schedule;
+
+    #[test]
+    fn a_split_k_clusters_first_cube_has_a_slot_for_every_other_cubes_sums() {
+        for operand in [Operand::Bf16, Operand::F16, Operand::Tf32] {
+            let config = KernelConfig {
+                tile: Schedule::split_tile(),
+                lhs_m_major: false,
+                rhs_k_major: true,
+                lhs_batched: false,
+                rhs_batched: false,
+                operand,
+                bias_row_broadcast: true,
+                splits: Schedule::MAX_SPLITS,
+                epilogue: Epilogue::BiasRelu,
+            };
+            let needed = (config.splits - 1) * config.tile.consumers();
+            assert!(config.slots() >= needed, "{operand:?}: {}", config.slots());
+            // The slots in the `lhs` ring end within it.
+            let lhs_ring = config.tile.stages * config.a_stage() * operand.bytes();
+            assert!(config.slots_in_lhs_ring() * slot_bytes(config.tile.n / 2) <= lhs_ring);
+        }
+    }
 }

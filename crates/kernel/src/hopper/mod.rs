@@ -6,7 +6,7 @@
 //! | `plan` | which layouts the TMA engine can read, and how each operand is addressed |
 //! | `wgmma` | the warpgroup MMA as inline PTX, and shared-memory matrix descriptors |
 //! | `kernel` | the `#[cube]` kernel: producer unit, consumer warpgroups, epilogue |
-//! | `split_k` | the second kernel of a split-K launch: slices summed, bias, ReLU |
+//! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
@@ -18,11 +18,11 @@
 //! matmul configuration allows it (`allow_tf32`, its default, as for Burn's own f32 matmuls).
 //! Anywhere else it reports itself unavailable, and the launch runs another variant.
 
+mod cluster;
 mod kernel;
 pub(crate) mod plan;
 #[cfg(all(test, feature = "cuda"))]
 mod source;
-mod split_k;
 mod transpose;
 mod wgmma;
 
@@ -33,9 +33,8 @@ use cubecl::ir::{AddressType, ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
 pub(crate) use kernel::Epilogue;
-use kernel::{KernelConfig, fused_matmul_add_relu_hopper};
+use kernel::{KernelConfig, fused_matmul_add_relu_hopper, fused_matmul_add_relu_hopper_split_k};
 use plan::{LhsMajor, MapLayout, RhsMajor, Schedule, line_elems};
-use split_k::{FINISH_UNITS, finish_split_k};
 use transpose::{copy_unavailability, k_major_copy};
 use wgmma::Operand;
 
@@ -64,8 +63,7 @@ pub(crate) fn device_unavailability(client: &Client) -> Option<&'static str> {
 /// Runs the Hopper kernel on checked, non-empty operands with `k > 0`. Under
 /// [`Epilogue::Plain`] the bias operand is never read (any binding of the output's shape).
 /// Under [`Epilogue::BiasReluMask`], `mask` (checked by the caller: the layout of
-/// [`crate::mask`]) receives the ReLU mask: from the epilogue, or, under split-K, from a pass
-/// over the finished output.
+/// [`crate::mask`]) receives the ReLU mask from the epilogue.
 pub(crate) fn launch(
     client: &Client,
     ops: Operands,
@@ -139,13 +137,6 @@ pub(crate) fn launch(
         cubes_per_processor,
     } = Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k, dtype.size());
     let split_k = splits > 1;
-    // Split-K's finishing kernel works element by element; the mask is packed after it.
-    let pack_after = split_k && epilogue.writes_mask();
-    let epilogue = if pack_after {
-        Epilogue::BiasRelu
-    } else {
-        epilogue
-    };
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
         tile,
@@ -154,13 +145,15 @@ pub(crate) fn launch(
         lhs_batched: plan.lhs.batched,
         rhs_batched: plan.rhs.batched,
         operand,
-        // Split-K adds the bias in its second kernel.
         bias_row_broadcast: epilogue.bias_relu()
-            && !split_k
             && (ops.bias.strides[rank - 2] == 0 || dims.m == 1),
-        split_k,
+        splits,
         epilogue,
     };
+    debug_assert!(
+        config.slots() >= (splits - 1) * tile.consumers(),
+        "a split-K cluster's first cube holds every other cube's sums"
+    );
     // One swizzle line along the contiguous dim: `k` for a K-major operand, one panel of `m`
     // or `n` for an MN-major one.
     let line = line_elems(dtype.size());
@@ -176,48 +169,42 @@ pub(crate) fn launch(
     let rhs_map = tensor_map(&rhs, &plan.rhs, rhs_box, dtype);
     let out_map = tensor_map(&ops.out, &plan.out, [1, 64, line], dtype);
 
-    // Persistent: one cube per multiprocessor (two under split-K, whose rings are shallower),
-    // each walking work items (tiles, or slices of tiles under split-K) until none are left.
+    // Persistent: one cube per multiprocessor, each walking tiles until none are left. Under
+    // split-K, one cube per work item (a slice of a tile), in clusters of a tile's slices: the
+    // schedule keeps them within two cubes per multiprocessor, and a cluster's first cube
+    // receives the others' sums in its ring, which a next item would refill.
     let out_len = dims.batch * dims.m * dims.n;
     let items = dims.m.div_ceil(tile.m) * dims.n.div_ceil(tile.n) * dims.batch * splits;
-    let cube_count = CubeCount::Static(items.min(processors * cubes_per_processor) as u32, 1, 1);
+    let cubes = if split_k {
+        items
+    } else {
+        items.min(processors * cubes_per_processor)
+    };
+    let cube_count = CubeCount::Static(cubes as u32, 1, 1);
     let address_type = ops
         .bias
         .required_address_type(dtype.size())
-        .max(AddressType::from_len(out_len * splits));
-    // Split-K's partial sums, one `[batch, m, n]` f32 plane per slice. Without split-K the
-    // kernel never touches its workspace argument, which then views the output's buffer.
-    let (workspace_handle, workspace_len) = if split_k {
-        let len = out_len * splits;
-        (client.empty(len * size_of::<f32>()).binding(), len)
-    } else {
-        (ops.out.handle.clone(), 1)
-    };
-    let workspace = TensorBinding {
-        handle: workspace_handle,
-        strides: [1].into(),
-        shape: [workspace_len].into(),
-        tiling: Tiling::default(),
-    };
+        .max(AddressType::from_len(out_len));
     // Without the mask epilogue the kernel never touches its mask argument, which then views
-    // the workspace's buffer.
-    let mask_arg = match &mask {
-        Some(mask) if !pack_after => mask.clone(),
-        _ => TensorBinding {
-            handle: workspace.handle.clone(),
-            strides: [1].into(),
-            shape: [1].into(),
-            tiling: Tiling::default(),
-        },
-    };
-    let out_binding = ops.out.clone();
+    // the output's buffer.
+    let mask_arg = mask.unwrap_or_else(|| TensorBinding {
+        handle: ops.out.handle.clone(),
+        strides: [1].into(),
+        shape: [1].into(),
+        tiling: Tiling::default(),
+    });
 
     // SAFETY: the contract check bounded every operand's strides by its buffer; the TMA engine
     // reads `lhs` and `rhs` through maps of their own shapes, filling past the edges with zeros,
     // and writes the output through a map of its shape, clipping past the edges; the epilogue
     // reads the bias only at in-bounds rows and columns.
     unsafe {
-        fused_matmul_add_relu_hopper::launch_unchecked(
+        let launch = if split_k {
+            fused_matmul_add_relu_hopper_split_k::launch_unchecked
+        } else {
+            fused_matmul_add_relu_hopper::launch_unchecked
+        };
+        launch(
             client,
             cube_count,
             CubeDim::new_1d(config.cube_units()),
@@ -225,38 +212,16 @@ pub(crate) fn launch(
             tile.n / 2,
             lhs_map,
             rhs_map,
-            ops.bias.clone().into_tensor_arg(),
+            ops.bias.into_tensor_arg(),
             out_map,
-            workspace.clone().into_tensor_arg(),
             mask_arg.into_tensor_arg(),
             dims.m as u32,
             dims.n as u32,
             dims.k as u32,
             dims.batch as u32,
-            splits as u32,
             config,
             dtype,
         );
-        if split_k {
-            // Same stream: runs once every slice is written.
-            finish_split_k::launch_unchecked(
-                client,
-                CubeCount::Static((out_len as u32).div_ceil(FINISH_UNITS), 1, 1),
-                CubeDim::new_1d(FINISH_UNITS),
-                address_type,
-                workspace.into_tensor_arg(),
-                ops.bias.into_tensor_arg(),
-                ops.out.into_tensor_arg(),
-                dims.m as u32,
-                dims.n as u32,
-                splits as u32,
-                epilogue,
-                dtype,
-            );
-        }
-    }
-    if pack_after && let Some(mask) = mask {
-        crate::mask::launch_pack(client, out_binding, mask, dtype)?;
     }
     Ok(())
 }

@@ -76,8 +76,8 @@ impl TileShape {
 }
 
 /// How a problem's work is cut: the output tile, and how many slices of `k` each tile's sum is
-/// cut into. With more than one slice (split-K), each cube sums one slice of one tile into an
-/// f32 workspace, and a second kernel adds the slices, the bias and the ReLU.
+/// cut into. With more than one slice (split-K), each cube sums one slice of one tile, and the
+/// slices of a tile, one cluster of cubes, add up in the first cube's shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Schedule {
     pub tile: TileShape,
@@ -88,10 +88,8 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// A split-K tile: the smallest, the most tiles before `k` is split. Measured on an H200
-    /// at `1 x 128 x 4096 x 4096`, two slices of 128 x 64 tiles ran 15% slower than one slice of
-    /// 64 x 64 tiles: the second kernel's pass over 128 rows of partial sums costs more than
-    /// the shorter chain saves.
+    /// A split-K tile: the smallest, the most tiles before `k` is split. Its f32 sums (16 KiB)
+    /// are what each cube of a cluster hands to the first.
     const SPLIT_TILE: (usize, usize) = (64, 64);
     /// Stages of a split-K cube's ring: two such cubes (5 x 16 KiB of stages and 16 KiB of
     /// output buffers each) share a multiprocessor, so that one's first fill from memory
@@ -101,17 +99,19 @@ impl Schedule {
     /// Fewest k-blocks (one swizzle line deep) in one slice: a shallower slice's ring barely
     /// fills before its partial sums are written out.
     const MIN_SLICE_BLOCKS: usize = 8;
-    /// Most slices per tile: the workspace and the second kernel's reads grow with them.
-    const MAX_SPLITS: usize = 8;
+    /// Most slices per tile: a cluster's first cube receives the other cubes' sums in its two
+    /// rings (5 stages of 8 KiB each), which hold four tiles of f32 sums.
+    pub(crate) const MAX_SPLITS: usize = 5;
 
     /// The schedule of a `batch x m x n` output over `k` (elements of `elem_size` bytes) on
     /// `processors` multiprocessors.
     ///
     /// A problem with few output rows (a `Linear` at inference batch sizes) is bound by
     /// streaming `rhs`, and with one tile per cube each cube walks all of `k` in sequence: too
-    /// few cubes, each with too long a chain. When even the smallest tiles leave at least half
-    /// the multiprocessors idle, the `k` of each tile is split across them instead. Otherwise
-    /// the tiles alone spread the work ([`TileShape::choose`]).
+    /// few cubes, each with too long a chain. When the smallest tiles are no more than the
+    /// multiprocessors, the `k` of each tile is split across up to two cubes per
+    /// multiprocessor instead. Otherwise the tiles alone spread the work
+    /// ([`TileShape::choose`]).
     pub fn choose(
         processors: usize,
         batch: usize,
@@ -122,12 +122,10 @@ impl Schedule {
     ) -> Self {
         let (tile_m, tile_n) = Self::SPLIT_TILE;
         let tiles = batch * m.div_ceil(tile_m) * n.div_ceil(tile_n);
-        let half_idle = processors / tiles.max(1) >= 2;
         let splits = (2 * processors / tiles.max(1))
             .min(k.div_ceil(line_elems(elem_size)) / Self::MIN_SLICE_BLOCKS)
             .min(Self::MAX_SPLITS);
-        // The workspace is indexed with 32-bit offsets.
-        if half_idle && splits >= 2 && splits * batch * m * n <= u32::MAX as usize {
+        if splits >= 2 {
             return Self {
                 tile: Self::split_tile(),
                 splits,
@@ -392,14 +390,15 @@ mod tests {
         assert_eq!(schedule(1, 1, 4096, 4096), (64, 64, 4));
         assert_eq!(schedule(1, 16, 4096, 4096), (64, 64, 4));
         assert_eq!(schedule(2, 120, 200, 1000), (64, 64, 2));
-        // A narrow output: 16 tiles, eight slices of 512.
-        assert_eq!(schedule(1, 1, 1024, 4096), (64, 64, 8));
+        // A narrow output: 16 tiles, five slices (as many as the first cube can receive).
+        assert_eq!(schedule(1, 1, 1024, 4096), (64, 64, 5));
+        // As many tiles as multiprocessors: two slices each.
+        assert_eq!(schedule(1, 128, 4096, 4096), (64, 64, 2));
         // Too shallow to split: each slice would be under 8 k-blocks.
         assert_eq!(schedule(1, 1, 4096, 512).2, 1);
         assert_eq!(schedule(1, 64, 64, 64).2, 1);
         // Enough tiles already.
         assert_eq!(schedule(1, 4096, 4096, 4096), (128, 256, 1));
-        assert_eq!(schedule(1, 128, 4096, 4096), (64, 64, 1));
         assert_eq!(schedule(1, 256, 4096, 4096), (64, 128, 1));
         assert_eq!(schedule(8, 1024, 1024, 1024).2, 1);
         assert_eq!(schedule(64, 128, 128, 128).2, 1);
@@ -422,10 +421,11 @@ mod tests {
                 + tile.stages * 16;
             assert!(cube_bytes <= 232_448, "{tile:?}: {cube_bytes}");
         }
-        // Two split-K cubes, each with its ring and two 64 x 64 output buffers, in one
-        // multiprocessor's 228 KiB (1 KiB of it reserved per cube).
+        // Two split-K cubes, each with its ring, two 64 x 64 output buffers, the staged bias
+        // and the barriers, in one multiprocessor's 228 KiB (1 KiB of it reserved per cube).
         let split = Schedule::split_tile();
-        let cube_bytes = split.stages * split.stage_bytes() + 2 * 64 * 64 * 2 + 1024;
+        let cube_bytes =
+            split.stages * split.stage_bytes() + 2 * 64 * LINE_BYTES + 64 * 4 + 256 + 1024;
         assert!(2 * cube_bytes <= 228 * 1024, "{cube_bytes}");
     }
 

@@ -4,15 +4,15 @@
 //! and `ptxas -arch=sm_90a -v` for the resource report and the SASS before a device run.
 
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
+use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
 use super::kernel::{Epilogue, KernelConfig};
 use super::plan::{Schedule, TileShape};
-use super::split_k::{FINISH_UNITS, finish_split_k::FinishSplitK};
 use super::wgmma::Operand;
 use cubecl::Compiler;
 use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
 use cubecl::ir::{
-    AddressType, DeviceIdentity, DeviceProperties, ElemType, FloatKind, HardwareProperties,
-    MemoryDeviceProperties, VectorSize, features::Features,
+    AddressType, DeviceIdentity, DeviceProperties, HardwareProperties, MemoryDeviceProperties,
+    VectorSize, features::Features,
 };
 use cubecl::prelude::*;
 use cubecl::profile::TimingMethod;
@@ -65,29 +65,36 @@ fn source(config: KernelConfig) -> String {
         meta: TensorMetaCompilationArg { len: (), rank: () },
         buffer: BufferCompilationArg { inplace: None },
     };
-    let (bias, workspace, mask) = (tensor(), tensor(), tensor());
-    // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`,
-    // `batches` and `splits` have none), the accumulator's size, and the compile-time arguments.
-    let kernel = FusedMatmulAddReluHopper::new(
-        settings,
-        hopper_properties(),
-        Arc::new(Default::default()),
-        (),
-        (),
-        bias,
-        Default::default(),
-        workspace,
-        mask,
-        (),
-        (),
-        (),
-        (),
-        (),
-        config.tile.n / 2,
-        config,
-        dtype,
-    );
-    compile(kernel.define(), &format!("{config:?}"))
+    // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`
+    // and `batches` have none), the accumulator's size, and the compile-time arguments.
+    macro_rules! define {
+        ($kernel:ident) => {
+            $kernel::new(
+                settings,
+                hopper_properties(),
+                Arc::new(Default::default()),
+                (),
+                (),
+                tensor(),
+                Default::default(),
+                tensor(),
+                (),
+                (),
+                (),
+                (),
+                config.tile.n / 2,
+                config,
+                dtype,
+            )
+            .define()
+        };
+    }
+    let definition = if config.splits > 1 {
+        define!(FusedMatmulAddReluHopperSplitK)
+    } else {
+        define!(FusedMatmulAddReluHopper)
+    };
+    compile(definition, &format!("{config:?}"))
 }
 
 /// `definition` (of kernel `name`) through cubecl's CUDA C++ compiler, as cubecl-cuda sets it up for compute
@@ -101,36 +108,6 @@ fn compile(definition: KernelDefinition, name: &str) -> String {
         .compile(definition, &options)
         .unwrap_or_else(|error| panic!("{name} did not compile: {error:?}"))
         .to_string()
-}
-
-/// The CUDA C++ of split-K's finishing kernel for `dtype` and `epilogue`.
-fn finish_source(dtype: ElemType, epilogue: Epilogue) -> String {
-    let settings = KernelSettings::new(
-        *CubeDim::new_1d(FINISH_UNITS),
-        ExecutionMode::Unchecked,
-        AddressType::U32,
-    );
-    let tensor = || TensorCompilationArg {
-        meta: TensorMetaCompilationArg { len: (), rank: () },
-        buffer: BufferCompilationArg { inplace: None },
-    };
-    let kernel = FinishSplitK::new(
-        settings,
-        hopper_properties(),
-        Arc::new(Default::default()),
-        tensor(),
-        tensor(),
-        tensor(),
-        (),
-        (),
-        (),
-        epilogue,
-        dtype,
-    );
-    compile(
-        kernel.define(),
-        &format!("finish_split_k {dtype:?} {epilogue:?}"),
-    )
 }
 
 /// Every compile-time configuration the launch can ask for.
@@ -151,16 +128,15 @@ fn configs() -> Vec<KernelConfig> {
                     (false, _) => Operand::F16,
                 },
                 bias_row_broadcast: bit(4),
-                split_k: bit(6),
+                splits: if bit(6) { Schedule::MAX_SPLITS } else { 1 },
                 epilogue: match (bit(7), bit(8)) {
                     (true, false) => Epilogue::Plain,
                     (false, true) => Epilogue::BiasReluMask,
                     _ => Epilogue::BiasRelu,
                 },
             };
-            // Split-K runs its own tile and ring, and adds the bias in its second kernel (the
-            // mask is packed after it); a plain product reads no bias.
-            if bit(7) && bit(8) || bit(8) && config.split_k {
+            // A plain product reads no bias.
+            if bit(7) && bit(8) {
                 continue;
             }
             // TF32 reads K-major operands only (the launch copies the others), and has one
@@ -171,35 +147,15 @@ fn configs() -> Vec<KernelConfig> {
                 continue;
             }
             let split_tile = tile == Schedule::split_tile();
-            let wanted = if config.split_k {
-                split_tile && !config.bias_row_broadcast
-            } else {
-                !split_tile
-            } && (config.epilogue.bias_relu() || !config.bias_row_broadcast);
+            // Split-K runs its own tile and ring.
+            let wanted = (config.splits > 1) == split_tile
+                && (config.epilogue.bias_relu() || !config.bias_row_broadcast);
             if wanted {
                 all.push(config);
             }
         }
     }
     all
-}
-
-#[test]
-fn split_k_finish_compiles_to_cuda_for_every_dtype() {
-    for kind in [FloatKind::BF16, FloatKind::F16, FloatKind::F32] {
-        for epilogue in [Epilogue::BiasRelu, Epilogue::Plain] {
-            let source = finish_source(ElemType::Float(kind), epilogue);
-            assert!(source.contains("finish_split_k"), "{source}");
-            if let Ok(dir) = std::env::var("FMAR_HOPPER_SOURCE_DIR") {
-                std::fs::create_dir_all(&dir).unwrap();
-                std::fs::write(
-                    format!("{dir}/finish_split_k_{kind:?}_{epilogue:?}.cu"),
-                    &source,
-                )
-                .unwrap();
-            }
-        }
-    }
 }
 
 #[test]
@@ -214,9 +170,9 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
             config.operand.mma_k()
         );
         let load = "cp_async_bulk_tensor_3d_global_to_shared".to_string();
-        // The finishing epilogue stores through the TMA engine, half precisions after
-        // converting in pairs and writing through `stmatrix`; split-K's writes f32 partial
-        // sums, with none of those.
+        // The epilogue stores through the TMA engine, half precisions after converting in
+        // pairs and writing through `stmatrix`. Under split-K, the first cube of a cluster runs
+        // it after the others' sums have landed in its shared memory.
         let store = "cp_async_bulk_tensor_3d_shared_to_global".to_string();
         let epilogue = if config.operand.half() {
             vec![
@@ -228,17 +184,26 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
             assert!(!source.contains("stmatrix"), "{config:?}: stmatrix for f32");
             vec![store]
         };
-        for needle in [mma, load] {
+        let mut wanted = vec![mma, load];
+        wanted.extend(epilogue);
+        let cluster = [
+            "__cluster_dims__",
+            "barrier.cluster.arrive",
+            "mapa.shared::cluster.u32",
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32",
+            "mbarrier.arrive.expect_tx.shared::cta.b64",
+        ];
+        for needle in cluster {
+            assert_eq!(
+                source.contains(needle),
+                config.splits > 1,
+                "{config:?}: `{needle}` in the source"
+            );
+        }
+        for needle in wanted {
             assert!(
                 source.contains(&needle),
                 "{config:?}: no `{needle}` in the source"
-            );
-        }
-        for needle in epilogue {
-            assert_eq!(
-                source.contains(&needle),
-                !config.split_k,
-                "{config:?}: `{needle}` in the source"
             );
         }
         // The mask's words are gathered across each quad of units.
@@ -263,7 +228,7 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
                 } else {
                     "full"
                 },
-                if config.split_k { "_splitk" } else { "" },
+                if config.splits > 1 { "_splitk" } else { "" },
                 match config.epilogue {
                     Epilogue::BiasRelu => "",
                     Epilogue::BiasReluMask => "_mask",

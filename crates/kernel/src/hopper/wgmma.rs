@@ -151,7 +151,7 @@ pub(crate) const fn descriptor_high_bits(leading_bytes: u64, stride_bytes: u64) 
 /// there, which cubecl's C++ would pass as one `l` operand and shift every operand number
 /// after it. Reading it to a value first passes its elements.
 #[cube]
-fn by_value<T: CubePrimitive>(v: T) -> T {
+pub(crate) fn by_value<T: CubePrimitive>(v: T) -> T {
     intrinsic!(|scope| {
         let value = v.read_value(scope);
         value.into()
