@@ -439,10 +439,11 @@ fn hopper_body<E: Float, R: Size>(
                             arrive_remote(ready, other as u32);
                         }
                     }
-                    // One barrier per other cube: waiting on each before reading its slot keeps
-                    // the assembler from loading every slot at once (216 registers a unit on an
-                    // H200 with one barrier for all, where two cubes per multiprocessor allow
-                    // 204).
+                    // One barrier per other cube, so that each slot is added as soon as it has
+                    // landed. A slot's loads and adds are one PTX statement (`add_slot`): as
+                    // separate statements, NVVM moved every slot's loads ahead of every add,
+                    // 216 registers a unit on an H200, where two cubes per multiprocessor
+                    // allow 204.
                     #[unroll]
                     for other in 1..splits {
                         wait_barrier(ready + 8 * other as u32, 0u32);
