@@ -131,11 +131,8 @@ pub(crate) fn launch(
         .hardware
         .num_streaming_multiprocessors
         .unwrap_or(1) as usize;
-    let Schedule {
-        tile,
-        splits,
-        cubes_per_processor,
-    } = Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k, dtype.size());
+    let Schedule { tile, splits } =
+        Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k, dtype.size());
     let split_k = splits > 1;
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
@@ -178,7 +175,7 @@ pub(crate) fn launch(
     let cubes = if split_k {
         items
     } else {
-        items.min(processors * cubes_per_processor)
+        items.min(processors)
     };
     let cube_count = CubeCount::Static(cubes as u32, 1, 1);
     let address_type = ops

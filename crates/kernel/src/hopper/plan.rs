@@ -83,8 +83,6 @@ pub(crate) struct Schedule {
     pub tile: TileShape,
     /// Slices of `k` per output tile; 1 when the tiles alone keep the device busy.
     pub splits: usize,
-    /// Cubes each multiprocessor runs at once: 2 under split-K (shallower rings), else 1.
-    pub cubes_per_processor: usize,
 }
 
 impl Schedule {
@@ -129,17 +127,12 @@ impl Schedule {
             return Self {
                 tile: Self::split_tile(),
                 splits,
-                cubes_per_processor: 2,
             };
         }
         let tile = TileShape::choose(processors, |tile_m, tile_n| {
             m.div_ceil(tile_m) * n.div_ceil(tile_n) * batch
         });
-        Self {
-            tile,
-            splits: 1,
-            cubes_per_processor: 1,
-        }
+        Self { tile, splits: 1 }
     }
 
     /// The tile and ring of a split-K cube.
