@@ -4,9 +4,9 @@
 //! they are added before the ordinary epilogue. No workspace in global memory, no second kernel.
 //!
 //! cubecl has cluster launches (`__cluster_dims__`) but no distributed shared memory, so the
-//! cluster barrier, the remote mbarrier arrivals and the remote stores are inline PTX. The
-//! mbarriers here are plain 8-byte words of shared memory addressed by their 32-bit shared
-//! address, so that another cube of the cluster can name them through `mapa`.
+//! cluster barrier, the remote mbarrier arrivals and the remote stores are inline PTX, on the
+//! mbarrier words of [`super::mbarrier`], which another cube of the cluster names through
+//! `mapa`.
 //!
 //! Nothing here fences the whole device: the remote stores are asynchronous (`st.async`) and
 //! complete on the receiving cube's mbarrier by their bytes, as TMA loads do, and the arrivals
@@ -56,25 +56,6 @@ pub(crate) fn fence_barrier_init() {
     gpu_asm!("fence.mbarrier_init.release.cluster;");
 }
 
-/// Orders this cube's earlier shared-memory reads through the async proxy (the MMAs' operand
-/// reads) before later writes to the same memory.
-#[cube]
-pub(crate) fn fence_proxy_async() {
-    gpu_asm!("fence.proxy.async.shared::cta;");
-}
-
-/// Initialises the mbarrier at shared address `barrier` to complete after `count` arrivals.
-#[cube]
-pub(crate) fn init_barrier(barrier: u32, count: u32) {
-    let barrier = by_value::<u32>(barrier);
-    let count = by_value::<u32>(count);
-    gpu_asm!(
-        "mbarrier.init.shared::cta.b64 [{barrier}], {count};",
-        barrier = in(_) barrier,
-        count = in(_) count,
-    );
-}
-
 /// Arrives once on the mbarrier at shared address `barrier` in cube `rank` of the cluster.
 /// Relaxed: it orders none of this unit's memory accesses.
 #[cube]
@@ -86,34 +67,6 @@ pub(crate) fn arrive_remote(barrier: u32, rank: u32) {
          mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [fmar_remote]; }}",
         barrier = in(_) barrier,
         rank = in(_) rank,
-    );
-}
-
-/// Arrives once on this cube's mbarrier at shared address `barrier`, which from then on also
-/// waits for `bytes` more bytes of asynchronous stores ([`store_remote`]) to land.
-#[cube]
-pub(crate) fn arrive_expecting(barrier: u32, bytes: u32) {
-    let barrier = by_value::<u32>(barrier);
-    let bytes = by_value::<u32>(bytes);
-    gpu_asm!(
-        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{barrier}], {bytes};",
-        barrier = in(_) barrier,
-        bytes = in(_) bytes,
-    );
-}
-
-/// Waits until this cube's mbarrier at shared address `barrier` completes the phase of
-/// `parity`: the arrivals it counts, and the bytes of the asynchronous stores it expects.
-#[cube]
-pub(crate) fn wait_barrier(barrier: u32, parity: u32) {
-    let barrier = by_value::<u32>(barrier);
-    let parity = by_value::<u32>(parity);
-    gpu_asm!(
-        "{{ .reg .pred fmar_done;\nfmar_wait:\n\
-         mbarrier.try_wait.parity.shared::cta.b64 fmar_done, [{barrier}], {parity};\n\
-         @!fmar_done bra fmar_wait; }}",
-        barrier = in(_) barrier,
-        parity = in(_) parity,
     );
 }
 

@@ -21,13 +21,16 @@
 //! compile-time index, so each k-block picks its stage's code among `stages` unrolled copies.
 
 use super::cluster::{
-    add_slot, arrive_expecting, arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init,
-    fence_proxy_async, init_barrier, slot_bytes, store_remote, unit_offset, wait_barrier,
+    add_slot, arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init, slot_bytes,
+    store_remote, unit_offset,
+};
+use super::mbarrier::{
+    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_barrier, wait_barrier,
 };
 use super::plan::{LINE_BYTES, TileShape, line_elems};
+use super::tma::{load_3d, store_3d, wait_stores_read, wait_stores_read_but_one};
 use super::wgmma::{MmaShape, Operand, descriptor, mma_stage, shared_address, store_matrix_x4};
 use crate::common::{batch_offset, relu};
-use cubecl::prelude::barrier::Barrier;
 use cubecl::prelude::*;
 
 /// Output tile rows grouped together in the launch order, so that cubes running at the same
@@ -233,8 +236,8 @@ fn hopper_body<E: Float, R: Size>(
     let num_items = num_tiles * splits;
     let slice_blocks = k_blocks.div_ceil(splits);
 
-    let mut smem_a = Shared::<[E]>::new_aligned_slice(stages * a_stage, 1024usize);
-    let mut smem_b = Shared::<[E]>::new_aligned_slice(stages * b_stage, 1024usize);
+    let smem_a = Shared::<[E]>::new_aligned_slice(stages * a_stage, 1024usize);
+    let smem_b = Shared::<[E]>::new_aligned_slice(stages * b_stage, 1024usize);
     // Per consumer warpgroup, two output chunks of 64 x 64, written from the registers and
     // stored by the TMA engine while the next chunk is written.
     let mut smem_c = Shared::<[E]>::new_aligned_slice(
@@ -245,38 +248,35 @@ fn hopper_body<E: Float, R: Size>(
     // loaded while the MMAs run, so the epilogue reads it from shared memory, not from global
     // memory with a load's latency in every chunk.
     let mut smem_bias = Shared::<[E]>::new_slice(comptime![shape.consumers() * shape.n]);
-    // Under split-K, the mbarriers of the hand-over to the cluster's first cube: `ready` (first
-    // word: that cube's ring is free; one arrival per warpgroup of the first cube), then one per
-    // other cube (cube `r`'s sums have landed; one arrival per warpgroup of the first cube, with
-    // the bytes it expects).
-    let cluster_barriers = Shared::<[u64]>::new_aligned_slice(comptime![splits], 8usize);
-    let ready = shared_address::<u64>(&cluster_barriers);
-
-    let mut full = Sequence::<Shared<Barrier>>::new();
-    let mut empty = Sequence::<Shared<Barrier>>::new();
-    #[unroll]
-    for _ in 0..stages {
-        full.push(Barrier::shared_uninit());
-        empty.push(Barrier::shared_uninit());
-    }
+    // The mbarriers: `full` of each stage, then `empty` of each stage, then under split-K those
+    // of the hand-over to the cluster's first cube: `ready` (that cube's ring is free; one
+    // arrival per warpgroup of the first cube), then one per other cube (cube `r`'s sums have
+    // landed; one arrival per warpgroup of the first cube, with the bytes it expects).
+    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages + splits], 8usize);
+    let full = shared_address::<u64>(&barrier_words);
+    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
+    let ready = empty + comptime![stages as u32 * BARRIER_BYTES];
     if UNIT_POS == 0 {
         #[unroll]
         for s in 0..stages {
-            full.index(s).init_manual(1u32);
-            empty.index(s).init_manual(comptime![consumer_units as u32]);
+            init_barrier(full + comptime![s as u32 * BARRIER_BYTES], 1u32);
+            init_barrier(
+                empty + comptime![s as u32 * BARRIER_BYTES],
+                comptime![consumer_units as u32],
+            );
         }
         if comptime![splits > 1] {
             #[unroll]
             for barrier in 0..splits {
                 init_barrier(
-                    ready + 8 * barrier as u32,
+                    ready + comptime![barrier as u32 * BARRIER_BYTES],
                     comptime![shape.consumers() as u32],
                 );
             }
             fence_barrier_init();
         }
         // The barriers' initialisation must be visible to the TMA engine.
-        sync_async_proxy_shared();
+        fence_proxy_async();
     }
     sync_cube();
     if comptime![splits > 1] {
@@ -286,6 +286,7 @@ fn hopper_body<E: Float, R: Size>(
     }
 
     if UNIT_POS as usize == consumer_units {
+        let (a_ring, b_ring) = (shared_address::<E>(&smem_a), shared_address::<E>(&smem_b));
         let mut iteration = 0usize;
         let mut item = CUBE_POS_X as usize;
         while item < num_items {
@@ -308,35 +309,38 @@ fn hopper_body<E: Float, R: Size>(
                 #[unroll]
                 for s in 0..stages {
                     if stage == s {
-                        empty.index(s).wait_parity(((round & 1) ^ 1) as u32);
-                        let barrier = full.index(s);
+                        wait_barrier(
+                            empty + comptime![s as u32 * BARRIER_BYTES],
+                            ((round & 1) ^ 1) as u32,
+                        );
+                        let barrier = full + comptime![s as u32 * BARRIER_BYTES];
                         if comptime![config.lhs_m_major] {
                             // 64-row panels, each 64 k-lines of 128 bytes.
                             #[unroll]
                             for p in 0..comptime![tile_m / tile_k] {
-                                let start = s * a_stage + p * tile_k * tile_k;
-                                let a = &mut smem_a[start..start + tile_k * tile_k];
+                                let start = comptime![s * a_stage + p * tile_k * tile_k];
+                                let a = a_ring + comptime![(start * elem_bytes) as u32];
                                 let row = (row0 + p * tile_k) as i32;
-                                barrier.tma_load_3d(lhs, a, lhs_batch, k0, row);
+                                load_3d::<E>(lhs, a, barrier, lhs_batch, k0, row);
                             }
                         } else {
-                            let a = &mut smem_a[s * a_stage..(s + 1) * a_stage];
-                            barrier.tma_load_3d(lhs, a, lhs_batch, row0 as i32, k0);
+                            let a = a_ring + comptime![(s * a_stage * elem_bytes) as u32];
+                            load_3d::<E>(lhs, a, barrier, lhs_batch, row0 as i32, k0);
                         }
                         if comptime![config.rhs_k_major] {
-                            let b = &mut smem_b[s * b_stage..(s + 1) * b_stage];
-                            barrier.tma_load_3d(rhs, b, rhs_batch, col0 as i32, k0);
+                            let b = b_ring + comptime![(s * b_stage * elem_bytes) as u32];
+                            load_3d::<E>(rhs, b, barrier, rhs_batch, col0 as i32, k0);
                         } else {
                             // 64-column panels, each 64 k-lines of 128 bytes.
                             #[unroll]
                             for p in 0..comptime![tile_n / tile_k] {
-                                let start = s * b_stage + p * tile_k * tile_k;
-                                let b = &mut smem_b[start..start + tile_k * tile_k];
+                                let start = comptime![s * b_stage + p * tile_k * tile_k];
+                                let b = b_ring + comptime![(start * elem_bytes) as u32];
                                 let col = (col0 + p * tile_k) as i32;
-                                barrier.tma_load_3d(rhs, b, rhs_batch, k0, col);
+                                load_3d::<E>(rhs, b, barrier, rhs_batch, k0, col);
                             }
                         }
-                        barrier.arrive_and_expect_tx(1u32, comptime![shape.stage_bytes() as u32]);
+                        arrive_expecting(barrier, comptime![shape.stage_bytes() as u32]);
                     }
                 }
                 iteration += 1;
@@ -397,11 +401,14 @@ fn hopper_body<E: Float, R: Size>(
                 #[unroll]
                 for s in 0..stages {
                     if stage == s {
-                        full.index(s).wait_parity((round & 1) as u32);
+                        wait_barrier(
+                            full + comptime![s as u32 * BARRIER_BYTES],
+                            (round & 1) as u32,
+                        );
                         let a = a_base + comptime![(s * a_stage * elem_bytes / 16) as u64];
                         let b = b_base + comptime![(s * b_stage * elem_bytes / 16) as u64];
                         acc = mma_stage::<R>(acc, a, b, comptime![config.mma()]);
-                        empty.index(s).arrive();
+                        arrive(empty + comptime![s as u32 * BARRIER_BYTES]);
                     }
                 }
                 iteration += 1;
@@ -432,7 +439,10 @@ fn hopper_body<E: Float, R: Size>(
                         #[unroll]
                         for other in 1..splits {
                             let bytes = comptime![slot_bytes(tile_n / 2) as u32];
-                            arrive_expecting(ready + 8 * other as u32, bytes);
+                            arrive_expecting(
+                                ready + comptime![other as u32 * BARRIER_BYTES],
+                                bytes,
+                            );
                         }
                         #[unroll]
                         for other in 1..splits {
@@ -446,7 +456,7 @@ fn hopper_body<E: Float, R: Size>(
                     // allow 204.
                     #[unroll]
                     for other in 1..splits {
-                        wait_barrier(ready + 8 * other as u32, 0u32);
+                        wait_barrier(ready + comptime![other as u32 * BARRIER_BYTES], 0u32);
                         let q = comptime![(other - 1) * consumers] + warpgroup as usize;
                         let slot = slot_address(q, lhs_ring, rhs_ring, config);
                         acc = add_slot::<R>(acc, slot + unit_offset(unit), values);
@@ -455,7 +465,7 @@ fn hopper_body<E: Float, R: Size>(
                     wait_barrier(ready, 0u32);
                     let q = (rank - 1) * consumers + warpgroup as usize;
                     let slot = slot_address(q, lhs_ring, rhs_ring, config);
-                    let sums = ready + 8 * rank as u32;
+                    let sums = ready + rank as u32 * BARRIER_BYTES;
                     store_remote::<R>(slot + unit_offset(unit), 0u32, sums, acc, values);
                     finishes = false;
                 }
@@ -480,6 +490,10 @@ fn hopper_body<E: Float, R: Size>(
                 );
             }
             item += CUBE_COUNT_X as usize;
+        }
+        // The cube's shared memory must outlive the output stores' reads of it.
+        if UNIT_POS & 127 == 0 {
+            wait_stores_read();
         }
     }
 }
@@ -583,7 +597,7 @@ fn store_tile<E: Float, R: Size>(
         let buffer = (warpgroup as usize * 2 + comptime![chunk % 2]) * out_chunk;
         // The store issued from this buffer two chunks ago must have read it.
         if unit == 0 {
-            wait_bulk_stores_read_but_one();
+            wait_stores_read_but_one();
         }
         warpgroup_barrier(warpgroup);
         // Under `BiasReluMask`, the unit's mask bits of the chunk: word `2 h + w` holds row
@@ -665,12 +679,12 @@ fn store_tile<E: Float, R: Size>(
             );
         }
         // The TMA engine reads shared memory through the async proxy.
-        sync_async_proxy_shared();
+        fence_proxy_async();
         warpgroup_barrier(warpgroup);
         if unit == 0 {
-            let _ = tma_store_3d(
-                &smem_c[buffer..buffer + out_chunk],
+            store_3d::<E>(
                 output,
+                smem_c_address + (buffer * comptime![config.operand.bytes()]) as u32,
                 batch as i32,
                 row_base as i32,
                 (col0 + comptime![chunk * chunk_cols]) as i32,
@@ -711,12 +725,6 @@ fn store_mask_words(
     if row < m && word < row_words && quad % 2 < chunk_words {
         mask[(batch * m + row) * row_words + word] = mine;
     }
-}
-
-/// Waits until every bulk store this unit committed but the newest has read its shared memory.
-#[cube]
-fn wait_bulk_stores_read_but_one() {
-    gpu_asm!("cp.async.bulk.wait_group.read 1;");
 }
 
 /// Synchronises the 128 units of consumer warpgroup `warpgroup` (named barrier `1 +

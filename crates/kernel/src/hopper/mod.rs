@@ -6,6 +6,8 @@
 //! | `plan` | which layouts the TMA engine can read, and how each operand is addressed |
 //! | `wgmma` | the warpgroup MMA as inline PTX, and shared-memory matrix descriptors |
 //! | `kernel` | the `#[cube]` kernel: producer unit, consumer warpgroups, epilogue |
+//! | `mbarrier` | the stages' barriers as shared-memory words, through inline PTX |
+//! | `tma` | the TMA engine's tiled loads and stores, through inline PTX |
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
 //!
@@ -20,9 +22,11 @@
 
 mod cluster;
 mod kernel;
+mod mbarrier;
 pub(crate) mod plan;
 #[cfg(all(test, feature = "cuda"))]
 mod source;
+mod tma;
 mod transpose;
 mod wgmma;
 

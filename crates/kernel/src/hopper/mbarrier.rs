@@ -1,0 +1,73 @@
+//! The kernel's mbarriers as plain 8-byte words of shared memory, driven by inline PTX and named
+//! by their 32-bit shared address.
+//!
+//! cubecl's `Barrier` type compiles to CUDA's `cuda::barrier`, which brings `<cuda/barrier>` and
+//! the cooperative-groups headers into the source: parsing them is about three quarters of
+//! NVRTC's time on the kernel, paid on every first launch of a configuration. These words need
+//! no header, and another cube of a cluster can name them through `mapa` ([`super::cluster`]).
+
+use super::wgmma::by_value;
+use cubecl::prelude::*;
+
+/// Bytes of one mbarrier.
+pub(crate) const BARRIER_BYTES: u32 = 8;
+
+/// Initialises the mbarrier at shared address `barrier` to complete after `count` arrivals.
+#[cube]
+pub(crate) fn init_barrier(barrier: u32, count: u32) {
+    let barrier = by_value::<u32>(barrier);
+    let count = by_value::<u32>(count);
+    gpu_asm!(
+        "mbarrier.init.shared::cta.b64 [{barrier}], {count};",
+        barrier = in(_) barrier,
+        count = in(_) count,
+    );
+}
+
+/// Arrives once on this cube's mbarrier at shared address `barrier`, releasing this unit's
+/// earlier accesses to shared memory (at the cube's scope) to whoever waits on it.
+#[cube]
+pub(crate) fn arrive(barrier: u32) {
+    let barrier = by_value::<u32>(barrier);
+    gpu_asm!(
+        "mbarrier.arrive.shared::cta.b64 _, [{barrier}];",
+        barrier = in(_) barrier,
+    );
+}
+
+/// Arrives once on this cube's mbarrier at shared address `barrier`, which from then on also
+/// waits for `bytes` more bytes of asynchronous copies (TMA loads, [`super::tma`], or a
+/// cluster's remote stores, [`super::cluster`]) to land.
+#[cube]
+pub(crate) fn arrive_expecting(barrier: u32, bytes: u32) {
+    let barrier = by_value::<u32>(barrier);
+    let bytes = by_value::<u32>(bytes);
+    gpu_asm!(
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{barrier}], {bytes};",
+        barrier = in(_) barrier,
+        bytes = in(_) bytes,
+    );
+}
+
+/// Waits until this cube's mbarrier at shared address `barrier` completes the phase of
+/// `parity`: the arrivals it counts, and the bytes of the asynchronous copies it expects.
+#[cube]
+pub(crate) fn wait_barrier(barrier: u32, parity: u32) {
+    let barrier = by_value::<u32>(barrier);
+    let parity = by_value::<u32>(parity);
+    gpu_asm!(
+        "{{ .reg .pred fmar_done;\nfmar_wait:\n\
+         mbarrier.try_wait.parity.shared::cta.b64 fmar_done, [{barrier}], {parity};\n\
+         @!fmar_done bra fmar_wait; }}",
+        barrier = in(_) barrier,
+        parity = in(_) parity,
+    );
+}
+
+/// Orders this cube's earlier shared-memory accesses through the generic proxy (initialised
+/// mbarriers, values written by its units) before later accesses through the async proxy (TMA
+/// copies, MMA operand reads), and the async proxy's earlier reads before later writes.
+#[cube]
+pub(crate) fn fence_proxy_async() {
+    gpu_asm!("fence.proxy.async.shared::cta;");
+}
