@@ -107,6 +107,7 @@ impl Bench {
             ran: first.as_ref().and_then(|first| first.ran.clone()),
             seed_ms: None,
             issue_us: None,
+            calls_per_batch: None,
             message: None,
         };
         match outcome {
@@ -122,6 +123,7 @@ impl Bench {
                 let time = timing.per_call;
                 let ms = time.as_secs_f64() * 1e3;
                 row.issue_us = Some(timing.issued_per_call.as_secs_f64() * 1e6);
+                row.calls_per_batch = Some(timing.calls_per_batch);
                 let tflops = Pass::flops(problem.shape, pass) / time.as_secs_f64() / 1e12;
                 row.ms = Some(ms);
                 row.tflops = Some(tflops);

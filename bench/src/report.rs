@@ -60,6 +60,8 @@ pub struct Row {
     /// microseconds: where it is close to `ms`, the host bounds the figure. A floor of the
     /// host's cost: Fusion may run queued operations (and launch their kernels) at the sync.
     pub issue_us: Option<f64>,
+    /// Calls per timed batch (each batch synchronised once).
+    pub calls_per_batch: Option<usize>,
     /// Why it failed, was unavailable, skipped or suspect; or what ran instead of a kernel.
     pub message: Option<String>,
 }
@@ -140,6 +142,7 @@ pub fn skipped(shape: [usize; 4], pass: Pass, candidate: Candidate, why: &str) -
         ran: None,
         seed_ms: None,
         issue_us: None,
+        calls_per_batch: None,
         message: Some(why.into()),
     }
 }
@@ -185,6 +188,10 @@ pub fn print_row(dtype: DType, row: &Row) {
     };
     for (what, value) in [
         ("issued in", row.issue_us.map(|us| format!("{us:.1} us"))),
+        (
+            "calls per batch",
+            row.calls_per_batch.map(|n| n.to_string()),
+        ),
         ("seed alone", row.seed_ms.map(|ms| format!("{ms:.4} ms"))),
     ] {
         if let Some(value) = value {

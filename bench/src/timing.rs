@@ -31,6 +31,8 @@ pub struct Timing {
     /// Median host time per call to issue the batch, before the sync: the host's share. Where
     /// it is close to `per_call`, the host bounds the figure, not the device.
     pub issued_per_call: Duration,
+    /// Calls per timed batch.
+    pub calls_per_batch: usize,
 }
 
 /// Median time per call of `f`, over batches of back-to-back calls each synchronised with
@@ -78,5 +80,6 @@ pub fn median_time_in_batches<T>(
     Timing {
         per_call: totals[totals.len() / 2],
         issued_per_call: issued[issued.len() / 2],
+        calls_per_batch: per_batch,
     }
 }
