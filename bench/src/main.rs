@@ -26,7 +26,9 @@
 //! # How it measures
 //!
 //! Each figure is the median over batches of back-to-back launches, each batch synchronised
-//! with the device once, after a warm-up call, within about `--budget-ms` per candidate. The
+//! with the device once, after untimed warm-up batches that size the timed ones (each about a
+//! tenth of the budget, up to 200 calls; the report gives the count), within about
+//! `--budget-ms` per candidate. The
 //! first call on fresh inputs (which includes compiling the kernels, and autotune where it is
 //! on: fmar's for `fmar`, Burn's for its own paths) is timed apart and reported in its own
 //! column. TFLOP/s count `2 b m k n` for the forward and

@@ -36,34 +36,55 @@ pub struct Timing {
 }
 
 /// Median time per call of `f`, over batches of back-to-back calls each synchronised with
-/// `device` once, within about `budget`. One warm-up call sizes the batches (up to 200 calls,
-/// 3 to 15 batches), so a launch that takes microseconds is timed over many launches rather
-/// than one launch plus a sync. Before the timed batches, `f` runs untimed for about half the
-/// budget (at least 50 ms), so that no timed batch follows straight on the idle device of the
-/// first call's compilation. (On the H200 the first shape of a process had measured 0.21-0.23
-/// ms at bf16 4096³ against 0.195-0.198 in a longer run; with this warm-up it still measured
-/// 0.2256 on another machine, so that difference lies elsewhere: the figures move with the
-/// machine and its power cap.) Results stay alive until the sync: Fusion skips work whose
-/// result is dropped unread.
+/// `device` once, within about `budget`. Before the timed batches, `f` runs untimed in batches
+/// for about half the budget (at least 50 ms), so that no timed batch follows straight on the
+/// idle device of the first call's compilation; each warm-up batch re-sizes the next from the
+/// fastest time per call seen, so that a batch lasts about a tenth of the budget (up to 200
+/// calls; 3 to 15 timed batches). Sizing from a batch rather than from one synchronised call matters where
+/// the host bounds the figure: one call plus a sync takes several times a call's share of a
+/// batch, and batches sized from it were too short (on an H200 a `1 x 1 x 4096 x 4096` forward
+/// measured 30.6 us per call in batches of 37 calls, 21.2 in batches of 200). Burn's runtime
+/// also hands work to the device thread in chunks of tasks, so each batch starts late by a
+/// chunk's worth of host work, which long batches amortise. (On the H200 the first shape of a
+/// process had measured 0.21-0.23 ms at bf16 4096³ against 0.195-0.198 in a longer run; with
+/// the warm-up it still measured 0.2256 on another machine, so that difference lies elsewhere:
+/// the figures move with the machine and its power cap.) Results stay alive until the sync:
+/// Fusion skips work whose result is dropped unread.
 pub fn median_time_in_batches<T>(
     device: &Device,
     budget: Duration,
     mut f: impl FnMut() -> T,
 ) -> Timing {
+    let batch_time = budget.as_secs_f64() / 10.0;
+    let size = |per_call: Duration| {
+        (batch_time / per_call.as_secs_f64().max(1e-7)).clamp(1.0, 200.0) as usize
+    };
     let start = Instant::now();
     let kept = f();
     device.sync().expect("device sync");
     drop(kept);
-    let one = start.elapsed().max(Duration::from_micros(1));
-    let per_batch = ((budget.as_secs_f64() / 10.0) / one.as_secs_f64()).clamp(1.0, 200.0) as usize;
-    let batches =
-        ((budget.as_secs_f64() / (one.as_secs_f64() * per_batch as f64)) as usize).clamp(3, 15);
+    // The fastest time per call seen so far: a batch that compiled something (Fusion's plans
+    // for a new sequence of operations, say) only ever makes a batch slower, so batches only
+    // grow, and warming ends with a batch of the final size.
+    let mut per_call = start.elapsed();
+    let mut per_batch = size(per_call);
     let warm_until = Instant::now() + (budget / 2).max(Duration::from_millis(50));
-    while Instant::now() < warm_until {
+    let give_up = warm_until + budget;
+    loop {
+        let start = Instant::now();
         let kept: Vec<T> = (0..per_batch).map(|_| f()).collect();
         device.sync().expect("device sync");
+        per_call = per_call.min(start.elapsed() / per_batch as u32);
         drop(kept);
+        let next = size(per_call);
+        let now = Instant::now();
+        if (next == per_batch && now >= warm_until) || now >= give_up {
+            break;
+        }
+        per_batch = next;
     }
+    let batches = ((budget.as_secs_f64() / (per_call.as_secs_f64() * per_batch as f64)) as usize)
+        .clamp(3, 15);
     let (mut totals, mut issued): (Vec<Duration>, Vec<Duration>) = (0..batches)
         .map(|_| {
             let start = Instant::now();

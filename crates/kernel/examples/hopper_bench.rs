@@ -13,7 +13,8 @@
 //! launch is checked against an f64 dot product at 2,048 sampled outputs (every sampled row
 //! and column edge included), then `--reps` launches are timed between two device syncs, each
 //! writing the next of `--outputs` output buffers in turn (one: the same buffer every time, which
-//! may stay in L2; more: as a caller that allocates each output, like Burn, sees it).
+//! may stay in L2; more: as a caller that allocates each output sees it; 0: a buffer allocated
+//! for each launch and kept until the sync, as Burn's path does).
 //! Prints one line per run: `RESULT dtype shape lhs rhs variant ms TFLOP/s max_rel_err status`.
 
 use cubecl::client::Client;
@@ -353,20 +354,27 @@ fn run(
             return;
         }
     };
+    let bytes = b * m * n * problem.precision.size();
     let mut outputs = vec![operands];
     for _ in 1..options.outputs.max(1) {
-        let bytes = b * m * n * problem.precision.size();
         outputs.push(problem.operands(&client.empty(bytes)));
     }
+    let mut fresh = Vec::new();
     let start = Instant::now();
     for rep in 0..reps {
-        let operands = outputs[rep % outputs.len()].clone();
+        let operands = if options.outputs == 0 {
+            fresh.push(client.empty(bytes));
+            problem.operands(fresh.last().expect("just pushed"))
+        } else {
+            outputs[rep % outputs.len()].clone()
+        };
         launch(client, operands, dtype, variant).expect("launch");
     }
     // Host time to issue the launches: where the device is faster than the host (tiny
     // shapes), this is the whole loop's time, the host cost per launch.
     let host_us = start.elapsed().as_secs_f64() * 1e6 / reps as f64;
     let synced = cubecl::future::block_on(client.sync());
+    drop(fresh);
     let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
     if let Err(error) = synced {
         println!("RESULT {label} - - - FAILED (device error while timing: {error:?})");
@@ -377,6 +385,10 @@ fn run(
     println!(
         "RESULT {label} {ms:.4} {tflops:.1} {error:.1e} ok (first call {first_ms:.0} ms, host \
          {host_us:.1} us/launch, ran {ran}, outputs {})",
-        outputs.len()
+        if options.outputs == 0 {
+            "fresh".to_string()
+        } else {
+            outputs.len().to_string()
+        }
     );
 }
