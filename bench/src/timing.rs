@@ -104,3 +104,35 @@ pub fn median_time_in_batches<T>(
         calls_per_batch: per_batch,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::thread::sleep;
+
+    /// A call whose first few runs are slow (a compile, a new plan) must not leave the timed
+    /// batches sized from them: a batch lasts about a tenth of the budget at the steady speed.
+    #[test]
+    fn batches_are_sized_from_the_steady_time_per_call() {
+        let device = Device::flex();
+        let calls = Cell::new(0usize);
+        let timing = median_time_in_batches(&device, Duration::from_millis(80), || {
+            calls.set(calls.get() + 1);
+            let pause = if calls.get() <= 3 { 4_000 } else { 100 };
+            sleep(Duration::from_micros(pause));
+        });
+        // 8 ms per batch at ~0.1 ms per call (sleep overshoots, on a busy machine by much, so
+        // allow for it); sized from the first call alone it would be 1 or 2.
+        assert!(
+            timing.calls_per_batch >= 10,
+            "{} calls per batch",
+            timing.calls_per_batch
+        );
+        assert!(
+            timing.per_call < Duration::from_micros(2_000),
+            "{:?} per call",
+            timing.per_call
+        );
+    }
+}
