@@ -40,16 +40,16 @@ pub struct Timing {
 /// for about half the budget (at least 50 ms), so that no timed batch follows straight on the
 /// idle device of the first call's compilation; each warm-up batch re-sizes the next from the
 /// fastest time per call seen, so that a batch lasts about a tenth of the budget (up to 200
-/// calls; 3 to 15 timed batches). Sizing from a batch rather than from one synchronised call matters where
-/// the host bounds the figure: one call plus a sync takes several times a call's share of a
-/// batch, and batches sized from it were too short (on an H200 a `1 x 1 x 4096 x 4096` forward
-/// measured 30.6 us per call in batches of 37 calls, 21.2 in batches of 200). Burn's runtime
-/// also hands work to the device thread in chunks of tasks, so each batch starts late by a
-/// chunk's worth of host work, which long batches amortise. (On the H200 the first shape of a
-/// process had measured 0.21-0.23 ms at bf16 4096³ against 0.195-0.198 in a longer run; with
-/// the warm-up it still measured 0.2256 on another machine, so that difference lies elsewhere:
-/// the figures move with the machine and its power cap.) Results stay alive until the sync:
-/// Fusion skips work whose result is dropped unread.
+/// calls; 3 to 15 timed batches). Sizing from a batch rather than from one synchronised call
+/// matters where the host bounds the figure: one call plus a sync takes several times a call's
+/// share of a batch, and batches sized from it were too short (on an H200 a `1 x 1 x 4096 x
+/// 4096` forward measured 30.6 us per call in batches of 37 calls, 21.2 in batches of 200).
+/// Burn's runtime also hands work to the device thread in chunks of tasks, so each batch starts
+/// late by a chunk's worth of host work, which long batches amortise. (On the H200 the first
+/// shape of a process had measured 0.21-0.23 ms at bf16 4096³ against 0.195-0.198 in a longer
+/// run; with the warm-up it still measured 0.2256 on another machine, so that difference lies
+/// elsewhere: the figures move with the machine and its power cap.) Results stay alive until
+/// the sync: Fusion skips work whose result is dropped unread.
 pub fn median_time_in_batches<T>(
     device: &Device,
     budget: Duration,

@@ -67,7 +67,9 @@ fn parse() -> Options {
 }
 
 /// Median time per call and median host time per call before the sync, over `batches` batches
-/// of `calls` calls (after one untimed batch).
+/// of `calls` calls (after one untimed batch). A fixed batch size, not the sizing of
+/// [`fmar_bench::timing::median_time_in_batches`], so that every path is timed over the same
+/// calls and each path syncs its own way (a backend's primitives, or the dispatch device).
 fn time<T>(
     calls: usize,
     batches: usize,
