@@ -1,24 +1,29 @@
 //! `FusedLinearRelu` is a drop-in for Burn's `Linear` + `relu`: same forward and gradients at
-//! ranks 2 to 4, with and without a bias, and the same record in both directions.
+//! ranks 2 to 4, with and without a bias, in either weight layout, and the same record in both
+//! directions.
 
 mod common;
 
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::{Linear, LinearConfig, LinearLayout};
 use burn::tensor::{Device, Distribution, Tensor, activation};
 use common::values;
 use fmar::{FusedLinearRelu, FusedLinearReluConfig};
 use fmar_tests::{Rng, Tolerance, assert_close};
 
-/// Forward and the gradients of weight, bias and input, for `relu(linear(x))` and the module.
-fn compare<const D: usize>(input_shape: [usize; D], bias: bool) {
+/// Forward and the gradients of weight, bias and input, for `relu(linear(x))` and the module,
+/// the weight stored in `layout`.
+fn compare<const D: usize>(input_shape: [usize; D], bias: bool, layout: LinearLayout) {
     let device = Device::default().autodiff();
     // The seed (fresh, or `FMAR_TEST_SEED`) drives Burn's generator, which draws the weights
     // and the input below: a failure's seed reproduces its data when its test runs alone.
     let seed = Rng::fresh().seed();
     device.seed(seed);
     let (d_in, d_out) = (input_shape[D - 1], 7);
-    let linear = LinearConfig::new(d_in, d_out).with_bias(bias).init(&device);
+    let linear = LinearConfig::new(d_in, d_out)
+        .with_bias(bias)
+        .with_layout(layout)
+        .init(&device);
     let fused = FusedLinearRelu::from(linear.clone());
     let x = Tensor::<D>::random(input_shape, Distribution::Uniform(-1.0, 1.0), &device);
 
@@ -48,7 +53,9 @@ fn compare<const D: usize>(input_shape: [usize; D], bias: bool) {
     let tolerance = Tolerance::for_precision(fmar_tests::Precision::F32);
     let rows: usize = input_shape[..D - 1].iter().product();
     let scale = Tolerance::matmul_scale(d_in.max(rows), 1.0, 1.0) + 1.0;
-    let what = |part: &str| format!("FusedLinearRelu {part}, input {input_shape:?}, bias {bias}");
+    let what = |part: &str| {
+        format!("FusedLinearRelu {part}, input {input_shape:?}, bias {bias}, layout {layout:?}")
+    };
     assert_close(
         &what("forward"),
         &ours.0,
@@ -87,10 +94,38 @@ fn compare<const D: usize>(input_shape: [usize; D], bias: bool) {
 
 #[test]
 fn forward_and_gradients_equal_relu_of_linear() {
-    compare([13, 9], true);
-    compare([3, 5, 9], true);
-    compare([2, 3, 4, 9], true);
-    compare([6, 9], false);
+    compare([13, 9], true, LinearLayout::Row);
+    compare([3, 5, 9], true, LinearLayout::Row);
+    compare([2, 3, 4, 9], true, LinearLayout::Row);
+    compare([6, 9], false, LinearLayout::Row);
+    // Stored `[d_output, d_input]` and read transposed: the K-major weight fmar's Hopper kernel
+    // reads without a copy in TF32.
+    compare([13, 9], true, LinearLayout::Col);
+    compare([3, 5, 9], false, LinearLayout::Col);
+}
+
+#[test]
+fn a_column_layout_stores_the_weight_output_major() {
+    let device = Device::default();
+    let layer = FusedLinearReluConfig::new(13, 7)
+        .with_bias(false)
+        .with_layout(LinearLayout::Col)
+        .init(&device);
+    // The module computes with `[d_input, d_output]`, as `Linear` does with this layout...
+    assert_eq!(layer.weight.val().dims(), [13, 7]);
+    // ...and its record holds `[d_output, d_input]`, as `Linear`'s does: a row-layout `Linear`
+    // of 7 inputs and 13 outputs loads it as it is.
+    let stored: Linear = LinearConfig::new(7, 13)
+        .with_bias(false)
+        .init(&device)
+        .load_record(layer.clone().into_record());
+    assert_same_parameters(&stored.weight.val(), &layer.weight.val().transpose());
+    let linear: Linear = LinearConfig::new(13, 7)
+        .with_bias(false)
+        .with_layout(LinearLayout::Col)
+        .init(&device)
+        .load_record(layer.clone().into_record());
+    assert_same_parameters(&linear.weight.val(), &layer.weight.val());
 }
 
 fn assert_same_parameters(a: &Tensor<2>, b: &Tensor<2>) {
