@@ -18,11 +18,11 @@
 //! reading it. The `i`-th k-block a cube handles uses stage `i % stages` in round
 //! `i / stages`; round `r` waits on `full` for parity `r & 1` and on `empty` for the opposite
 //! parity, so the first round's wait on `empty` passes at once. The stage is a run-time index
-//! (with its phase, carried from one k-block to the next and across work items): the producer
-//! computes its addresses from it, and the consumers branch to one copy of their code per stage,
-//! where the barriers and MMA descriptors are compile-time offsets. One copy for every stage
-//! compiles in half the time (0.5 s against 0.9 s of NVRTC and `ptxas` for a 128 x 256 tile),
-//! but ran 3-4% slower at 4096³ on an H200.
+//! (with its phase, carried from one k-block to the next and across work items), and both the
+//! producer and the consumers run one copy of their code for every stage: the consumers carry
+//! the stage's MMA descriptors along with it, computed for the next stage before its wait. One
+//! copy per stage instead (compile-time barrier and descriptor offsets) compiled in twice the
+//! time (1.0 s against 0.45 s of NVRTC and `ptxas` for a 128 x 256 tile) and ran within 0.6%.
 
 use super::cluster::{
     add_slot, arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init, slot_bytes,
@@ -373,6 +373,9 @@ fn hopper_body<E: Float, R: Size>(
         )];
         let mut stage = 0u32;
         let mut phase = 0u32;
+        // The MMA descriptors of stage `stage`'s slots.
+        let mut stage_a = a_base;
+        let mut stage_b = b_base;
         let mut item = CUBE_POS_X as usize;
         while item < num_items {
             let tile = item / splits;
@@ -398,17 +401,15 @@ fn hopper_body<E: Float, R: Size>(
             }
             let mut acc = Vector::<f32, R>::new(0.0f32);
             for _ in first_block..end_block {
-                #[unroll]
-                for s in 0..stages {
-                    if stage == s as u32 {
-                        wait_barrier(full + comptime![s as u32 * BARRIER_BYTES], phase);
-                        let a = a_base + comptime![s as u64 * a_stage_step];
-                        let b = b_base + comptime![s as u64 * b_stage_step];
-                        acc = mma_stage::<R>(acc, a, b, comptime![config.mma()]);
-                        arrive(empty + comptime![s as u32 * BARRIER_BYTES]);
-                    }
-                }
+                let offset = stage * comptime![BARRIER_BYTES];
+                wait_barrier(full + offset, phase);
+                acc = mma_stage::<R>(acc, stage_a, stage_b, comptime![config.mma()]);
+                arrive(empty + offset);
                 (stage, phase) = next_stage(stage, phase, stages);
+                // The next stage's descriptors, ready before its wait.
+                let wrapped = stage == 0;
+                stage_a = select(wrapped, a_base, stage_a + comptime![a_stage_step]);
+                stage_b = select(wrapped, b_base, stage_b + comptime![b_stage_step]);
             }
             if comptime![config.bias_row_broadcast] {
                 if 2 * unit < tile_n {
