@@ -19,10 +19,11 @@
 //! `i / stages`; round `r` waits on `full` for parity `r & 1` and on `empty` for the opposite
 //! parity, so the first round's wait on `empty` passes at once. The stage is a run-time index
 //! (with its phase, carried from one k-block to the next and across work items), and both the
-//! producer and the consumers run one copy of their code for every stage: the consumers carry
-//! the stage's MMA descriptors along with it, computed for the next stage before its wait. One
-//! copy per stage instead (compile-time barrier and descriptor offsets) compiled in twice the
-//! time (1.0 s against 0.45 s of NVRTC and `ptxas` for a 128 x 256 tile) and ran within 0.6%.
+//! producer and the consumers run a single copy of their code, shared by all stages: the
+//! consumers carry the stage's MMA descriptors along with it, computed for the next stage
+//! before its wait. One copy per stage instead (compile-time barrier and descriptor offsets)
+//! compiled in twice the time (1.0 s against 0.45 s of NVRTC and `ptxas` for a 128 x 256 tile)
+//! and ran within 0.6%.
 
 use super::cluster::{
     add_slot, arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init, slot_bytes,
