@@ -328,6 +328,16 @@ fn regressions() {
             fusion: false,
             tracked: [false; 3],
         },
+        // An f16 output smaller than one f32 vector of the bias-gradient kernel's sums.
+        Case {
+            lhs: vec![1, 0],
+            rhs: vec![0, 4],
+            bias: vec![1, 1],
+            layouts: [Layout::Contiguous; 3],
+            precision: Precision::F16,
+            fusion: false,
+            tracked: [false, false, true],
+        },
     ];
     for case in &cases {
         check_case(case);

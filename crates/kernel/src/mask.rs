@@ -345,15 +345,21 @@ pub fn launch_masked_gradient(
         .max(out.required_address_type(dtype.size()));
     let wants_sums = column_sums.is_some();
     // The cube rows' partial sums, `[partial_rows, n]` f32. Without column sums the kernel
-    // never touches its `partials` argument, which then views the output's buffer.
-    let partials = match &column_sums {
-        Some(_) => TensorBinding {
-            handle: client.empty(partial_rows * n * size_of::<f32>()).binding(),
-            shape: [partial_rows, n].into(),
-            strides: [n, 1].into(),
-            tiling: Default::default(),
-        },
-        None => out.clone(),
+    // never touches its `partials` argument, which then is one f32 vector: a device may refuse
+    // a binding shorter than one element of the array the shader declares (wgpu does), so no
+    // other operand's buffer stands in (an f16 output of four elements is 8 bytes, one vector
+    // of four f32 16).
+    let partials_shape = match &column_sums {
+        Some(_) => [partial_rows, n],
+        None => [1, vector_size],
+    };
+    let partials = TensorBinding {
+        handle: client
+            .empty(partials_shape[0] * partials_shape[1] * size_of::<f32>())
+            .binding(),
+        shape: partials_shape.into(),
+        strides: [partials_shape[1], 1].into(),
+        tiling: Default::default(),
     };
     // SAFETY: every operand is contiguous with the shape checked above; reads and writes are
     // guarded by `row < rows` and `vector < row_vectors`, and the mask word of a vector lies
