@@ -328,7 +328,8 @@ fn regressions() {
             fusion: false,
             tracked: [false; 3],
         },
-        // An f16 output smaller than one f32 vector of the bias-gradient kernel's sums.
+        // A masked gradient whose f16 output (1 x 4) is shorter than one f32 vector of the
+        // kernel's partial sums, which it once stood in for.
         Case {
             lhs: vec![1, 0],
             rhs: vec![0, 4],
