@@ -231,6 +231,16 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
             config.epilogue.writes_mask(),
             "{config:?}: quad shuffles in the source"
         );
+        // No 64-bit integer division or remainder: SASS has none, and the driver, which
+        // assembles relocatable code, calls a subroutine for one; a call anywhere in a kernel
+        // serialises every warpgroup MMA of it (ptxas's C7509, "serialized due to the presence
+        // of Extern calls").
+        if let Some(line) = source.lines().map(str::trim_start).find(|line| {
+            (line.starts_with("uint64_t const ") || line.starts_with("int64_t const "))
+                && (line.contains(" / ") || line.contains(" % "))
+        }) {
+            panic!("{config:?}: a 64-bit division in the source: `{line}`");
+        }
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir).unwrap();
             let name = format!(
