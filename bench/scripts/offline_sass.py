@@ -14,7 +14,7 @@ presence of Extern calls").
 
     FMAR_HOPPER_SOURCE_DIR=/tmp/src cargo test --release -p fmar-kernel --features cuda source
     python3 -m venv /tmp/cu130 && /tmp/cu130/bin/pip install "nvidia-cuda-nvrtc==13.0.*" \\
-        "nvidia-cuda-nvcc==13.0.*"
+        "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-cccl==13.0.*"
     python3 -m venv /tmp/cudatools && /tmp/cudatools/bin/pip install nvidia-cuda-cuobjdump \\
         nvidia-cuda-nvdisasm
     PATH=$(echo /tmp/cudatools/lib/python3*/site-packages/nvidia/cu13/bin):$PATH \\
