@@ -2,12 +2,13 @@
 """Assembles PTX through the CUDA driver, as cubecl-cuda does at a kernel's first launch
 (`cuLinkCreate` / `cuLinkAddData` / `cuLinkComplete`), and prints what the driver's assembler
 says of it: registers, spills, and why it serialised warpgroup MMAs where it did
-(`C7515 ... wgmma.mma_async instructions are serialized due to ...`). cubecl-cuda passes the
+(`C75xx ... wgmma.mma_async instructions are serialized due to ...`). cubecl-cuda passes the
 driver no info log, so this is the way to read it.
 
-The driver's assembler is not the CUDA toolkit's `ptxas`, and can build the same PTX
-differently (docs/hopper-kernel.md, step 18): the SASS that runs is the driver's. Writes the
-machine code it built next to each input (`.cubin`), for `cuobjdump -sass`.
+The driver's linker assembles relocatable code, as `ptxas -c` does, not a whole program, and
+the two can build the same PTX differently (docs/hopper-kernel.md, step 18): the SASS that runs
+is the driver's. `offline_sass.py` comes near it without a GPU. Writes the machine code the
+driver built next to each input (`.cubin`), for `cuobjdump -sass`.
 
     CUBECL_CUDA_DUMP_PTX=/tmp/ptx <a program that launches the kernel>
     python3 bench/scripts/jit_log.py /tmp/ptx/*.ptx            # as cubecl assembles it

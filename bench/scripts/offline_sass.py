@@ -39,14 +39,19 @@ import sys
 import tempfile
 
 
-def nvrtc_ptx(libnvrtc, include, source):
-    """PTX of `source` (a `.cu` file), compiled as cubecl-cuda compiles it."""
+def load_nvrtc(cuda):
+    """NVRTC from `cuda`'s `lib/`."""
+    lib = os.path.join(cuda, "lib")
     # NVRTC opens its builtins library by name at the first compile; loaded first from beside
     # it, it is found without LD_LIBRARY_PATH.
-    for builtins in glob.glob(os.path.join(os.path.dirname(libnvrtc), "libnvrtc-builtins.so.*")):
+    for builtins in glob.glob(os.path.join(lib, "libnvrtc-builtins.so.*")):
         if ".alt." not in builtins:
             ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
-    nvrtc = ctypes.CDLL(libnvrtc)
+    return ctypes.CDLL(sorted(glob.glob(os.path.join(lib, "libnvrtc.so*")))[0])
+
+
+def nvrtc_ptx(nvrtc, include, source):
+    """PTX of `source` (a `.cu` file), compiled as cubecl-cuda compiles it."""
     program = ctypes.c_void_p()
     with open(source, "rb") as f:
         code = f.read()
@@ -75,15 +80,14 @@ def tool(cuda, name):
     return path if os.path.exists(path) else name
 
 
-def report(cuda, source):
+def report(cuda, nvrtc, source):
     """One line on `source`, and whether it is sound (no serialisation, spill or failure)."""
     name = os.path.basename(source)
-    libnvrtc = sorted(glob.glob(os.path.join(cuda, "lib", "libnvrtc.so*")))[0]
     with tempfile.TemporaryDirectory() as scratch:
         ptx_path = os.path.join(scratch, "kernel.ptx")
         cubin = os.path.join(scratch, "kernel.cubin")
         try:
-            ptx = nvrtc_ptx(libnvrtc, os.path.join(cuda, "include"), source)
+            ptx = nvrtc_ptx(nvrtc, os.path.join(cuda, "include"), source)
         except RuntimeError as error:
             return f"{name}: {error}", False
         with open(ptx_path, "wb") as f:
@@ -121,9 +125,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("sources", nargs="+", help="dumped .cu files")
     args = parser.parse_args()
+    nvrtc = load_nvrtc(args.cuda)
     sound = True
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for line, ok in pool.map(lambda s: report(args.cuda, s), args.sources):
+        for line, ok in pool.map(lambda s: report(args.cuda, nvrtc, s), args.sources):
             print(("   " if ok else "!! ") + line, flush=True)
             sound &= ok
     sys.exit(0 if sound else 1)

@@ -401,7 +401,7 @@ def render(args):
             "tensor-core matmuls run by default.",
             "",
         ]
-    if any(run["anchor"] and any(row.get("lt_relu_bias_loop_ms") is not None for row in run["anchor"].values())
+    if any(run["anchor"] and any(anchor_loop(row) is not None for row in run["anchor"].values())
            for run in runs):
         out += [
             "cuBLASLt's fused call is timed two ways: by its own CUDA events around a short run",
