@@ -2,7 +2,8 @@
 //! broadcast patterns, memory layouts, dtypes, and whether Fusion is on.
 //!
 //! `FMAR_PROPTEST_CASES` sets how many cases a property test draws (CI keeps the default low);
-//! `FMAR_PROPTEST_ALIGN` rounds the dims to a multiple ([`dim_multiple`]).
+//! `FMAR_PROPTEST_ALIGN` rounds the dims to a multiple ([`dim_multiple`]);
+//! `FMAR_PROPTEST_RANGE` checks only some of the cases drawn ([`checked_range`]).
 
 use crate::data::Precision;
 use proptest::prelude::*;
@@ -150,18 +151,61 @@ pub fn case(precisions: Vec<Precision>) -> impl Strategy<Value = Case> {
         )
 }
 
-/// Runs `check` on [`case_count`]`(default)` random cases drawn from [`case`]`(precisions)`. A
-/// panic inside `check` fails the run; proptest shrinks the case and reports the smallest one.
+/// `FMAR_PROPTEST_RANGE=a..b`: check only the cases drawn at positions `a` to `b - 1`
+/// (counting from 0), drawing and skipping the others. With `PROPTEST_RNG_SEED` fixing the
+/// sequence of cases, this cuts a run down to the cases before a failure that depends on them.
+/// Unset: every case.
+///
+/// # Panics
+///
+/// When the variable is set but is not `a..b` with `a <= b`.
+pub fn checked_range() -> Option<std::ops::Range<usize>> {
+    let value = std::env::var("FMAR_PROPTEST_RANGE").ok()?;
+    Some(
+        parse_range(&value).unwrap_or_else(|| {
+            panic!("FMAR_PROPTEST_RANGE must be `a..b` with a <= b, not {value:?}")
+        }),
+    )
+}
+
+fn parse_range(value: &str) -> Option<std::ops::Range<usize>> {
+    let (start, end) = value.trim().split_once("..")?;
+    let (start, end) = (start.parse().ok()?, end.parse().ok()?);
+    (start <= end).then_some(start..end)
+}
+
+/// Runs `check` on [`case_count`]`(default)` random cases drawn from [`case`]`(precisions)`
+/// (those in [`checked_range`] when it is set). A panic inside `check` fails the run; proptest
+/// shrinks the case and reports the smallest one.
 pub fn for_random_cases(default: u32, precisions: Vec<Precision>, check: impl Fn(&Case)) {
     let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
         cases: case_count(default),
         failure_persistence: None,
         ..Default::default()
     });
+    let range = checked_range();
+    let drawn = std::cell::Cell::new(0usize);
     if let Err(error) = runner.run(&case(precisions), |case| {
-        check(&case);
+        let position = drawn.replace(drawn.get() + 1);
+        if range.as_ref().is_none_or(|range| range.contains(&position)) {
+            check(&case);
+        }
         Ok(())
     }) {
         panic!("{error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn a_checked_range_is_a_dotted_pair_in_order() {
+        assert_eq!(parse_range("3..5"), Some(3..5));
+        assert_eq!(parse_range(" 0..0 "), Some(0..0));
+        assert_eq!(parse_range("5..3"), None);
+        assert_eq!(parse_range("3-5"), None);
+        assert_eq!(parse_range("a..5"), None);
     }
 }
