@@ -3,7 +3,8 @@
 //!
 //! `FMAR_PROPTEST_CASES` sets how many cases a property test draws (CI keeps the default low);
 //! `FMAR_PROPTEST_ALIGN` rounds the dims to a multiple ([`dim_multiple`]);
-//! `FMAR_PROPTEST_RANGE` checks only some of the cases drawn ([`checked_range`]).
+//! `FMAR_PROPTEST_RANGE` checks only some of the cases drawn ([`checked_range`]);
+//! `FMAR_PROPTEST_TRACE` prints each checked case with its position ([`tracing`]).
 
 use crate::data::Precision;
 use proptest::prelude::*;
@@ -168,6 +169,14 @@ pub fn checked_range() -> Option<std::ops::Range<usize>> {
     )
 }
 
+/// `FMAR_PROPTEST_TRACE` set: [`for_random_cases`] prints each case it checks with its position
+/// in the sequence (what [`checked_range`] counts), and a check may print what it draws for the
+/// case (the property test prints its data seed), so a failure that depends on the cases before
+/// it can be replayed.
+pub fn tracing() -> bool {
+    std::env::var_os("FMAR_PROPTEST_TRACE").is_some()
+}
+
 fn parse_range(value: &str) -> Option<std::ops::Range<usize>> {
     let (start, end) = value.trim().split_once("..")?;
     let (start, end) = (start.parse().ok()?, end.parse().ok()?);
@@ -184,10 +193,14 @@ pub fn for_random_cases(default: u32, precisions: Vec<Precision>, check: impl Fn
         ..Default::default()
     });
     let range = checked_range();
+    let trace = tracing();
     let drawn = std::cell::Cell::new(0usize);
     if let Err(error) = runner.run(&case(precisions), |case| {
         let position = drawn.replace(drawn.get() + 1);
         if range.as_ref().is_none_or(|range| range.contains(&position)) {
+            if trace {
+                eprintln!("CASE #{position} {case:?}");
+            }
             check(&case);
         }
         Ok(())

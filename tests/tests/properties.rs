@@ -133,10 +133,8 @@ fn check_case(case: &Case) {
     }
     let mut rng = Rng::fresh();
     let seed = rng.seed();
-    if std::env::var_os("FMAR_PROPTEST_TRACE").is_some() {
-        // With `PROPTEST_RNG_SEED` fixing the case sequence, the trace replays a run up to a
-        // failure that depends on the cases before it.
-        eprintln!("CASE {case:?} seed {seed}");
+    if fmar_tests::cases::tracing() {
+        eprintln!("  data seed {seed}");
     }
     let problem = Problem::random(&case.lhs, &case.rhs, &case.bias, &mut rng, case.precision);
     let out_shape = case.output();
