@@ -15,6 +15,7 @@ use burn_autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn_autodiff::grads::Gradients;
 use burn_autodiff::ops::{Backward, Ops, OpsKind, broadcast_shape};
 use burn_autodiff::{Autodiff, NodeId};
+use fmar_fusion_meta::OP_NAME;
 
 pub mod host_mask;
 
@@ -170,6 +171,16 @@ impl<B: Backend> Backward<B, 3> for FusedMatmulAddReluBackward {
         if state.output_shape.num_elements() == 0 {
             // Every gradient sums over an empty set of outputs. (Burn's own kernels are not all
             // safe on empty tensors, so none is launched.)
+            //
+            // The empty `grad` usually comes from elementwise work on empty tensors (the loss's
+            // and its backward's) that Fusion still holds, unlaunched. Burn 0.23.0-pre.1 sizes a
+            // fused elementwise launch by its trace's first block, so an empty first block makes
+            // the whole launch zero-sized, and the work fused after it (the next step's, on
+            // non-empty tensors) is silently dropped, its outputs left as stale memory. Flushing
+            // here launches the pending empty work on its own.
+            if let Err(error) = B::flush(&grad.device()) {
+                panic!("{OP_NAME} backward: the device failed to run its pending work: {error}");
+            }
             for (node, shape) in [
                 (node_lhs, &shapes.lhs),
                 (node_rhs, &shapes.rhs),
@@ -236,8 +247,9 @@ fn shared_by_every_row(bias: &Shape, output: &Shape) -> bool {
 
 /// Zeros of `shape` on `like`'s device, in its dtype.
 ///
-/// Uploaded rather than made with `float_zeros`: under Fusion, a fill that lands in the same
-/// fused block as an operation on an empty tensor was seen to be skipped, leaving stale memory.
+/// Uploaded rather than made with `float_zeros`: under Fusion, a fill is elementwise work, which
+/// Burn 0.23.0-pre.1 drops when it is fused after elementwise work on an empty tensor (see the
+/// flush in the backward above), leaving stale memory.
 fn zeros_like<B: Backend>(like: &FloatTensor<B>, shape: Shape) -> FloatTensor<B> {
     let data = TensorData::full_dtype(shape, 0.0, like.dtype());
     B::float_from_data(data, &like.device())
