@@ -319,6 +319,10 @@ pub fn matmul_add_relu_nd<const D: usize, const B: usize>(
 ///   accumulate in f32.
 /// - Any strides: transposed and sliced views are read in place, without a copy.
 /// - Zero sizes are legal: `k = 0` gives `relu(bias)`; `m = 0` or `n = 0` an empty output.
+///   (Under Fusion, Burn 0.23.0-pre.1 can drop elementwise work fused after elementwise work on
+///   an empty tensor; the backward of an empty output flushes the device's pending work so that
+///   the loss's work on it stays apart from what follows; empty tensors elsewhere in a graph
+///   remain exposed to it.)
 ///
 /// Every check runs here, before the operation is dispatched or registered with Fusion, so no
 /// error first appears when the result is read. NaN and infinities follow IEEE arithmetic as in
