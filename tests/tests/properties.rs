@@ -381,9 +381,8 @@ fn empty_output_backward_does_not_swallow_the_next_call() {
 
 /// Burn's own behaviour behind the test above, without fmar: under Fusion, an elementwise op on
 /// an empty tensor left pending, then one on a non-empty tensor of the same rank. Burn
-/// 0.23.0-pre.1 fuses both
-/// into one launch whose size it takes from the first (empty) op, so the second's output is
-/// never written. Ignored while that is so; `--ignored` shows it.
+/// 0.23.0-pre.1 fuses both into one launch whose size it takes from the first (empty) op, so
+/// the second's output is never written. Ignored while that is so; `--ignored` shows it.
 #[test]
 #[ignore = "Burn 0.23.0-pre.1 sizes a fused elementwise launch by its first block"]
 fn burn_fuses_work_after_an_empty_elementwise_op() {
