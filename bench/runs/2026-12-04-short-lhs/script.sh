@@ -12,7 +12,7 @@ export RUST_BACKTRACE=1 FMAR_TEST_DEVICE=cuda
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $OUT/gpu.txt
 SHORT="/tmp/hb_short --variants hopper --outputs 1"
 BASE="/tmp/hb_main --variants hopper --outputs 1"
-run ragged_short 120 $SHORT --dtypes bf16,f16,f32 --lhs k,m --rhs n,k --reps 1 1,1,4096,4096 1,8,4096,4096 1,3,1000,2056 3,5,2048,1000 1,1,4096,512 1,9,4096,4096 1,16,4096,4096 1,17,2048,2048 1,32,4096,4096 1,33,4096,4096
+run ragged_short 180 $SHORT --dtypes bf16,f16,f32 --lhs k,m --rhs n,k --reps 1 1,1,4096,4096 1,8,4096,4096 1,3,1000,2056 3,5,2048,1000 1,1,4096,512 1,9,4096,4096 1,16,4096,4096 1,17,2048,2048 1,32,4096,4096 1,33,4096,4096
 run tests_short 200 /tmp/against_short hopper --test-threads 1
 run memcheck_short 120 compute-sanitizer --tool memcheck /tmp/hb_short --variants hopper --dtypes bf16,f32 --lhs k --rhs n,k --reps 2 1,1,4096,4096 3,5,2048,1000 1,20,2048,2048
 NCU="ncu --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size -k regex:fused_matmul --launch-skip 3 --launch-count 3"
