@@ -4,10 +4,8 @@
 # in every dtype and layout, ragged n and k, batches, the rows either side of 8, 16, 32, the contract's
 # Hopper tests, memcheck), then ncu device time and DRAM throughput, short bursts.
 set -u
-mkdir -p /tmp/logs; rm -f /tmp/logs/*
-save() { (cd /tmp/logs && tar czf $OUT/logs.tgz .); }
-for f in hb_short hb_main against_short; do xz -dc .gpu/$f.xz > /tmp/$f && chmod +x /tmp/$f; done
-run() { local name=$1 limit=$2; shift 2; local s=$(date +%s); timeout $limit "$@" > /tmp/logs/$name.log 2>&1; echo "$name rc=$? $(( $(date +%s)-s ))s" >> $OUT/summary.txt; save; }
+. bench/scripts/device-lib.sh
+unpack hb_short hb_main against_short
 export RUST_BACKTRACE=1 FMAR_TEST_DEVICE=cuda
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $OUT/gpu.txt
 SHORT="/tmp/hb_short --variants hopper --outputs 1"

@@ -1,0 +1,27 @@
+# Helpers for a one-call device script (an A/B of kernel builds, a profile), sourced by it:
+#
+#   . bench/scripts/device-lib.sh        # from the repository root, with OUT set
+#   unpack hb_main hb_new               # .gpu/<name>.xz -> /tmp/<name>, executable
+#   run ragged 90 /tmp/hb_new --dtypes bf16 ...
+#
+# Each `run NAME LIMIT COMMAND...` runs COMMAND under `timeout LIMIT`, its output in
+# /tmp/logs/NAME.log, appends `NAME rc=... Ns` to $OUT/summary.txt, and packs /tmp/logs into
+# $OUT/logs.tgz after every step, so that a call cut short still returns what it ran.
+mkdir -p /tmp/logs
+rm -f /tmp/logs/*
+save() { (cd /tmp/logs && tar czf "$OUT/logs.tgz" .); }
+unpack() {
+    local name
+    for name in "$@"; do
+        xz -dc ".gpu/$name.xz" > "/tmp/$name" && chmod +x "/tmp/$name"
+    done
+}
+run() {
+    local name=$1 limit=$2
+    shift 2
+    local start
+    start=$(date +%s)
+    timeout "$limit" "$@" > "/tmp/logs/$name.log" 2>&1
+    echo "$name rc=$? $(( $(date +%s) - start ))s" >> "$OUT/summary.txt"
+    save
+}
