@@ -6,7 +6,8 @@
 #
 # Each `run NAME LIMIT COMMAND...` runs COMMAND under `timeout LIMIT`, its output in
 # /tmp/logs/NAME.log, appends `NAME rc=... Ns` to $OUT/summary.txt, and packs /tmp/logs into
-# $OUT/logs.tgz after every step, so that a call cut short still returns what it ran.
+# $OUT/logs.tgz after every step, so that a call cut short still returns what it ran. Sourcing
+# it empties /tmp/logs, so that the call returns its own logs only.
 mkdir -p /tmp/logs
 rm -f /tmp/logs/*
 save() { (cd /tmp/logs && tar czf "$OUT/logs.tgz" .); }
