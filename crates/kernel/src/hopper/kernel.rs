@@ -12,6 +12,11 @@
 //! cluster, one cube each: every cube but the first stores its f32 partial sums into the first
 //! one's shared memory (the ring, which the first cube hands over once its own MMAs are done),
 //! and the first adds them to its own and runs the epilogue ([`super::cluster`]).
+//! With few rows (at most 8, 16 or 32, `lhs` K-major) a split-K stage holds only that many
+//! rows of `lhs` ([`TileShape::lhs_rows`]), so the ring holds more stages of `rhs`: the 64-row
+//! MMAs read the other rows from what follows in the ring (and from a tail after its last
+//! stage), rows whose sums are never stored (the output's tensor map clips rows past `m`, and
+//! the mask and a per-row bias are only touched at rows below it).
 //!
 //! Two barriers per stage: `full` completes when the stage's bytes have landed (the producer
 //! arrives once and the TMA engine counts the bytes), `empty` when every consumer unit is done
@@ -129,9 +134,15 @@ impl KernelConfig {
         line_elems(self.operand.bytes())
     }
 
-    /// Elements of one stage of `lhs`.
+    /// Elements of one stage of `lhs`: one line per row it holds.
     pub fn a_stage(self) -> usize {
-        self.tile.m * self.tile_k()
+        self.tile.lhs_rows * self.tile_k()
+    }
+
+    /// Elements after the `lhs` ring's last stage, where its MMAs read the rows past the
+    /// stage's own ([`TileShape::lhs_rows`]).
+    pub fn a_ring_tail(self) -> usize {
+        self.tile.lhs_tail_bytes() / self.operand.bytes()
     }
 
     /// Elements of one stage of `rhs`.
@@ -243,7 +254,10 @@ fn hopper_body<E: Float, R: Size>(
     let num_items = num_tiles * splits;
     let slice_blocks = k_blocks.div_ceil(splits);
 
-    let smem_a = Shared::<[E]>::new_aligned_slice(stages * a_stage, 1024usize);
+    let smem_a = Shared::<[E]>::new_aligned_slice(
+        comptime![stages * a_stage + config.a_ring_tail()],
+        1024usize,
+    );
     let smem_b = Shared::<[E]>::new_aligned_slice(stages * b_stage, 1024usize);
     // Per consumer warpgroup, two output chunks of 64 x 64, written from the registers and
     // stored by the TMA engine while the next chunk is written.
@@ -750,9 +764,12 @@ mod tests {
 
     #[test]
     fn a_split_k_clusters_first_cube_has_a_slot_for_every_other_cubes_sums() {
-        for operand in [Operand::Bf16, Operand::F16, Operand::Tf32] {
+        for (operand, tile) in [Operand::Bf16, Operand::F16, Operand::Tf32]
+            .into_iter()
+            .flat_map(|operand| Schedule::split_tiles().map(move |tile| (operand, tile)))
+        {
             let config = KernelConfig {
-                tile: Schedule::split_tile(),
+                tile,
                 lhs_m_major: false,
                 rhs_k_major: true,
                 lhs_batched: false,
@@ -763,7 +780,7 @@ mod tests {
                 epilogue: Epilogue::BiasRelu,
             };
             let needed = (config.splits - 1) * config.tile.consumers();
-            assert!(config.slots() >= needed, "{operand:?}: {}", config.slots());
+            assert!(config.slots() >= needed, "{config:?}: {}", config.slots());
             // The slots in the `lhs` ring end within it.
             let lhs_ring = config.tile.stages * config.a_stage() * operand.bytes();
             assert!(config.slots_in_lhs_ring() * slot_bytes(config.tile.n / 2) <= lhs_ring);

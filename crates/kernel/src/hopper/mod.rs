@@ -135,8 +135,15 @@ pub(crate) fn launch(
         .hardware
         .num_streaming_multiprocessors
         .unwrap_or(1) as usize;
-    let Schedule { tile, splits } =
-        Schedule::choose(processors, dims.batch, dims.m, dims.n, dims.k, dtype.size());
+    let Schedule { tile, splits } = Schedule::choose(
+        processors,
+        dims.batch,
+        dims.m,
+        dims.n,
+        dims.k,
+        dtype.size(),
+        plan.lhs_major == LhsMajor::K,
+    );
     let split_k = splits > 1;
     let rank = ops.bias.shape.len();
     let config = KernelConfig {
@@ -162,8 +169,10 @@ pub(crate) fn launch(
         RhsMajor::N => [1, line, line],
         RhsMajor::K => [1, tile.n, line],
     };
+    // A K-major stage holds `tile.lhs_rows` rows: fewer than the tile's when the problem has
+    // no more.
     let lhs_box = match plan.lhs_major {
-        LhsMajor::K => [1, tile.m, line],
+        LhsMajor::K => [1, tile.lhs_rows, line],
         LhsMajor::M => [1, line, line],
     };
     let lhs_map = tensor_map(&lhs, &plan.lhs, lhs_box, dtype);

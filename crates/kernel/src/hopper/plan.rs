@@ -29,6 +29,10 @@ pub(crate) struct TileShape {
     pub m: usize,
     /// Columns: 64, 128 or 256.
     pub n: usize,
+    /// Rows of `lhs` one stage holds: `m`, or (split-K with few rows, `lhs` K-major) 8, 16 or
+    /// 32, whole 8-row groups of the 128-byte swizzle. The MMAs still read `m` rows; the
+    /// others come from whatever follows in the ring, and their sums are never stored.
+    pub lhs_rows: usize,
     /// Stages in the shared-memory ring.
     pub stages: usize,
 }
@@ -44,6 +48,7 @@ impl TileShape {
         Self {
             m,
             n,
+            lhs_rows: m,
             stages: (RING_BYTES / stage_bytes).min(MAX_STAGES),
         }
     }
@@ -58,7 +63,7 @@ impl TileShape {
         Self::new(m, n)
     }
 
-    /// Every tile [`choose`](Self::choose) or a [`Schedule`] can return.
+    /// Every tile [`choose`](Self::choose) can return.
     #[cfg(test)]
     pub fn all() -> impl Iterator<Item = Self> {
         Self::CANDIDATES.into_iter().map(|(m, n)| Self::new(m, n))
@@ -69,9 +74,15 @@ impl TileShape {
         self.m / 64
     }
 
-    /// Bytes one stage brings in: one swizzle line per row of the tile and per column.
+    /// Bytes one stage brings in: one swizzle line per row of `lhs` it holds and per column.
     pub const fn stage_bytes(self) -> usize {
-        (self.m + self.n) * LINE_BYTES
+        (self.lhs_rows + self.n) * LINE_BYTES
+    }
+
+    /// Bytes after the ring's last `lhs` stage that its MMAs read when a stage holds fewer
+    /// rows of `lhs` than the tile has: the rows past the stage's own.
+    pub const fn lhs_tail_bytes(self) -> usize {
+        (self.m - self.lhs_rows) * LINE_BYTES
     }
 }
 
@@ -100,6 +111,13 @@ impl Schedule {
     /// Most slices per tile: a cluster's first cube receives the other cubes' sums in its two
     /// rings (5 stages of 8 KiB each), which hold four tiles of f32 sums.
     pub(crate) const MAX_SPLITS: usize = 5;
+    /// Rows of `lhs` a split-K stage holds when the problem has no more (and `lhs` is
+    /// K-major): at batch 1 a 64-row block is 63 rows of zeros, half of every stage's bytes.
+    const SHORT_LHS_ROWS: [usize; 3] = [8, 16, 32];
+    /// The ring of a split-K cube whose stages hold few `lhs` rows, tail included: two such
+    /// cubes share a multiprocessor's 228 KiB, each with 1 KiB reserved, two 64 x 64 output
+    /// buffers of one line per row, the staged bias (f32 at most) and its barriers (256 bytes).
+    const SHORT_LHS_RING_BYTES: usize = 113 * 1024 - 2 * 64 * LINE_BYTES - 64 * 4 - 256;
 
     /// The schedule of a `batch x m x n` output over `k` (elements of `elem_size` bytes) on
     /// `processors` multiprocessors.
@@ -109,7 +127,9 @@ impl Schedule {
     /// few cubes, each with too long a chain. When the smallest tiles are no more than the
     /// multiprocessors, the `k` of each tile is split across up to two cubes per
     /// multiprocessor instead. Otherwise the tiles alone spread the work
-    /// ([`TileShape::choose`]).
+    /// ([`TileShape::choose`]). With at most 32 rows and `lhs` K-major (`lhs_k_major`), a
+    /// split-K stage holds only the rows there are, so that the ring holds more of the weight
+    /// ([`short_lhs_split_tile`](Self::short_lhs_split_tile)).
     pub fn choose(
         processors: usize,
         batch: usize,
@@ -117,6 +137,7 @@ impl Schedule {
         n: usize,
         k: usize,
         elem_size: usize,
+        lhs_k_major: bool,
     ) -> Self {
         let (tile_m, tile_n) = Self::SPLIT_TILE;
         let tiles = batch * m.div_ceil(tile_m) * n.div_ceil(tile_n);
@@ -124,10 +145,12 @@ impl Schedule {
             .min(k.div_ceil(line_elems(elem_size)) / Self::MIN_SLICE_BLOCKS)
             .min(Self::MAX_SPLITS);
         if splits >= 2 {
-            return Self {
-                tile: Self::split_tile(),
-                splits,
+            let short_rows = Self::SHORT_LHS_ROWS.into_iter().find(|&rows| m <= rows);
+            let tile = match short_rows {
+                Some(rows) if lhs_k_major => Self::short_lhs_split_tile(rows),
+                _ => Self::split_tile(),
             };
+            return Self { tile, splits };
         }
         let tile = TileShape::choose(processors, |tile_m, tile_n| {
             m.div_ceil(tile_m) * n.div_ceil(tile_n) * batch
@@ -141,8 +164,35 @@ impl Schedule {
         TileShape {
             m,
             n,
+            lhs_rows: m,
             stages: Self::SPLIT_STAGES,
         }
+    }
+
+    /// The tile and ring of a split-K cube whose stages hold `rows` rows of `lhs` (one of
+    /// [`SHORT_LHS_ROWS`](Self::SHORT_LHS_ROWS)): as many stages as
+    /// [`SHORT_LHS_RING_BYTES`](Self::SHORT_LHS_RING_BYTES) holds beside the tail its last
+    /// stage's MMAs read.
+    pub fn short_lhs_split_tile(rows: usize) -> TileShape {
+        let (m, n) = Self::SPLIT_TILE;
+        let mut tile = TileShape {
+            m,
+            n,
+            lhs_rows: rows,
+            stages: 0,
+        };
+        tile.stages = (Self::SHORT_LHS_RING_BYTES - tile.lhs_tail_bytes()) / tile.stage_bytes();
+        tile
+    }
+
+    /// Every tile and ring a split-K cube can run.
+    #[cfg(test)]
+    pub fn split_tiles() -> impl Iterator<Item = TileShape> {
+        std::iter::once(Self::split_tile()).chain(
+            Self::SHORT_LHS_ROWS
+                .into_iter()
+                .map(Self::short_lhs_split_tile),
+        )
     }
 }
 
@@ -375,7 +425,7 @@ mod tests {
     #[test]
     fn weight_streaming_problems_split_k_and_others_do_not() {
         let schedule = |b, m, n, k| {
-            let s = Schedule::choose(132, b, m, n, k, 2);
+            let s = Schedule::choose(132, b, m, n, k, 2, true);
             (s.tile.m, s.tile.n, s.splits)
         };
         // A `Linear` at inference batch sizes: 64 tiles of 64 columns, four slices of 1024,
@@ -396,7 +446,28 @@ mod tests {
         assert_eq!(schedule(8, 1024, 1024, 1024).2, 1);
         assert_eq!(schedule(64, 128, 128, 128).2, 1);
         // A k-block is one 128-byte line: 32 f32 elements, so f32 splits a shallower `k`.
-        assert_eq!(Schedule::choose(132, 1, 1, 4096, 512, 4).splits, 2);
+        assert_eq!(Schedule::choose(132, 1, 1, 4096, 512, 4, true).splits, 2);
+    }
+
+    #[test]
+    fn split_k_stages_hold_only_the_lhs_rows_there_are() {
+        let tile = |m, lhs_k_major| Schedule::choose(132, 1, m, 4096, 4096, 2, lhs_k_major).tile;
+        // At most 8, 16 or 32 rows: that many rows of `lhs` a stage, more stages of the weight.
+        for (m, rows, stages) in [(1, 8, 9), (8, 8, 9), (9, 16, 9), (16, 16, 9), (17, 32, 7)] {
+            let short = tile(m, true);
+            assert_eq!((short.m, short.n), (64, 64), "m = {m}");
+            assert_eq!((short.lhs_rows, short.stages), (rows, stages), "m = {m}");
+        }
+        // More rows, or an M-major `lhs` (read in 64-row panels): whole 64-row stages.
+        assert_eq!(tile(33, true), Schedule::split_tile());
+        assert_eq!(tile(1, false), Schedule::split_tile());
+        // Whole tiles never shorten their `lhs` stages.
+        for tile in TileShape::all() {
+            assert_eq!(tile.lhs_rows, tile.m, "{tile:?}");
+        }
+        // Batches: each tile's rows are one batch's.
+        let batched = Schedule::choose(132, 4, 16, 1024, 4096, 2, true);
+        assert_eq!((batched.tile.lhs_rows, batched.splits), (16, 4));
     }
 
     #[test]
@@ -416,10 +487,20 @@ mod tests {
         }
         // Two split-K cubes, each with its ring, two 64 x 64 output buffers, the staged bias
         // and the barriers, in one multiprocessor's 228 KiB (1 KiB of it reserved per cube).
-        let split = Schedule::split_tile();
-        let cube_bytes =
-            split.stages * split.stage_bytes() + 2 * 64 * LINE_BYTES + 64 * 4 + 256 + 1024;
-        assert!(2 * cube_bytes <= 228 * 1024, "{cube_bytes}");
+        // A short-`lhs` ring also holds the rows its last stage's MMAs read past its end.
+        for split in Schedule::split_tiles() {
+            assert!(split.stages >= 5, "{split:?}");
+            assert_eq!(split.lhs_rows % 8, 0, "{split:?}: whole swizzle atoms");
+            let barriers = (2 * split.stages + Schedule::MAX_SPLITS) * 8;
+            assert!(barriers <= 256, "{split:?}: {barriers} bytes of barriers");
+            let cube_bytes = split.stages * split.stage_bytes()
+                + split.lhs_tail_bytes()
+                + 2 * 64 * LINE_BYTES
+                + 64 * 4
+                + 256
+                + 1024;
+            assert!(2 * cube_bytes <= 228 * 1024, "{split:?}: {cube_bytes}");
+        }
     }
 
     #[test]

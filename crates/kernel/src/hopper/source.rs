@@ -113,7 +113,7 @@ fn compile(definition: KernelDefinition, name: &str) -> String {
 /// Every compile-time configuration the launch can ask for.
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
-    for tile in TileShape::all().chain([Schedule::split_tile()]) {
+    for tile in TileShape::all().chain(Schedule::split_tiles()) {
         for bits in 0..1024u32 {
             let bit = |i: u32| bits & (1 << i) != 0;
             let config = KernelConfig {
@@ -146,10 +146,12 @@ fn configs() -> Vec<KernelConfig> {
             {
                 continue;
             }
-            let split_tile = tile == Schedule::split_tile();
-            // Split-K runs its own tile and ring.
+            let split_tile = Schedule::split_tiles().any(|split| split == tile);
+            // Split-K runs its own tiles and rings; stages hold fewer `lhs` rows than the tile
+            // only when `lhs` is K-major.
             let wanted = (config.splits > 1) == split_tile
-                && (config.epilogue.bias_relu() || !config.bias_row_broadcast);
+                && (config.epilogue.bias_relu() || !config.bias_row_broadcast)
+                && (tile.lhs_rows == tile.m || !config.lhs_m_major);
             if wanted {
                 all.push(config);
             }
@@ -244,10 +246,15 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir).unwrap();
             let name = format!(
-                "hopper_{}x{}x{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}{}.cu",
+                "hopper_{}x{}x{}{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}{}.cu",
                 config.tile.m,
                 config.tile.n,
                 config.tile.stages,
+                if config.tile.lhs_rows < config.tile.m {
+                    format!("_lhsrows{}", config.tile.lhs_rows)
+                } else {
+                    String::new()
+                },
                 if config.lhs_m_major { "M" } else { "K" },
                 if config.rhs_k_major { "K" } else { "N" },
                 u8::from(config.lhs_batched),
