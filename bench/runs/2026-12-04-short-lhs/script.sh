@@ -1,6 +1,6 @@
 #!/bin/bash
-# Split-K at few rows with short lhs stages (branch hopper-short-lhs 5a4027f: 8, 16 or 32 rows
-# of lhs a stage, 9, 9 or 7 stages a cube) against main's kernel (cf27220): correctness first (m <= 8
+# Split-K at few rows with short lhs stages (branch hopper-short-lhs 56a0e57: 8, 16 or 32 rows
+# of lhs a stage, 9, 9 or 7 stages a cube) against main's kernel (a0cc4e9): correctness first (m <= 8
 # in every dtype and layout, ragged n and k, batches, the rows either side of 8, 16, 32, the contract's
 # Hopper tests, memcheck), then ncu device time and DRAM throughput, short bursts.
 set -u

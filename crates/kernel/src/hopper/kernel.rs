@@ -463,14 +463,17 @@ fn hopper_body<E: Float, R: Size>(
                         }
                     }
                     // One barrier per other cube, so that each slot is added as soon as it has
-                    // landed. A slot's loads and adds are one PTX statement (`add_slot`): as
-                    // separate statements, NVVM moved every slot's loads ahead of every add,
-                    // 216 registers a unit on an H200, where two cubes per multiprocessor
-                    // allow 204.
-                    #[unroll]
+                    // landed. One slot's values are live at a time: a slot's loads and adds are
+                    // one PTX statement (`add_slot`; as separate statements, NVVM moved every
+                    // slot's loads ahead of every add), and the slots are a loop, not unrolled
+                    // (unrolled, the assembler moved them there itself). Two cubes of five
+                    // warps share a multiprocessor only at 168 registers a unit or fewer (a
+                    // quarter of it holds 16 Ki registers, three warps of 168); on an H200 the
+                    // unrolled slots took 170 with 16 or 32 `lhs` rows a stage in bf16, and
+                    // those kernels ran one cube per multiprocessor, 15-20% slower.
                     for other in 1..splits {
-                        wait_barrier(ready + comptime![other as u32 * BARRIER_BYTES], 0u32);
-                        let q = comptime![(other - 1) * consumers] + warpgroup as usize;
+                        wait_barrier(ready + other as u32 * BARRIER_BYTES, 0u32);
+                        let q = (other - 1) * consumers + warpgroup as usize;
                         let slot = slot_address(q, lhs_ring, rhs_ring, config);
                         acc = add_slot::<R>(acc, slot + unit_offset(unit), values);
                     }
