@@ -86,6 +86,16 @@ fn dim(align: usize) -> impl Strategy<Value = usize> {
     .prop_map(move |size| size.div_ceil(align) * align)
 }
 
+/// The reduction's length: mostly a [`dim`], sometimes deep enough (512 to 1,600) that a kernel
+/// splits it across cubes (split-K takes at least 8 blocks of 64 half-precision or 32 f32
+/// elements a slice), so that those paths meet the same random layouts, batches and biases.
+fn depth(align: usize) -> impl Strategy<Value = usize> {
+    prop_oneof![
+        11 => dim(align),
+        1 => (512usize..1600).prop_map(move |size| size.div_ceil(align) * align),
+    ]
+}
+
 fn layout(align: usize) -> impl Strategy<Value = Layout> {
     prop_oneof![
         3 => Just(Layout::Contiguous),
@@ -107,7 +117,7 @@ pub fn case(precisions: Vec<Precision>) -> impl Strategy<Value = Case> {
     (
         batch,
         dim(align),
-        dim(align),
+        depth(align),
         dim(align),
         prop::collection::vec(any::<bool>(), 5),
         0usize..6,

@@ -109,7 +109,7 @@ impl Schedule {
     /// fills before its partial sums are written out.
     const MIN_SLICE_BLOCKS: usize = 8;
     /// Most slices per tile: a cluster's first cube receives the other cubes' sums in its two
-    /// rings (5 stages of 8 KiB each), which hold four tiles of f32 sums.
+    /// rings, which hold four tiles of f32 sums in every split-K cube (a test checks each).
     pub(crate) const MAX_SPLITS: usize = 5;
     /// Rows of `lhs` a split-K stage holds when the problem has no more (and `lhs` is
     /// K-major): at batch 1 a 64-row block is 63 rows of zeros, half of every stage's bytes.
