@@ -21,6 +21,7 @@
 //! Anywhere else it reports itself unavailable, and the launch runs another variant.
 
 mod cluster;
+mod few_rows;
 mod kernel;
 mod mbarrier;
 pub(crate) mod plan;
@@ -109,6 +110,16 @@ pub(crate) fn launch(
     let mut plan = plan::plan(&ops.lhs, &ops.rhs, &ops.out, dtype.size()).map_err(unavailable)?;
     if dims.m * dims.n * dims.batch > u32::MAX as usize {
         return Err(unavailable("an output of more than 2^32 elements".into()));
+    }
+    // At few rows an N-major f32 weight is read as it is, with f32 FMAs: its K-major copy
+    // would cost more than the product.
+    if operand == Operand::Tf32
+        && plan.rhs_major == RhsMajor::N
+        && !epilogue.writes_mask()
+        && few_rows::unavailability(&dims).is_none()
+    {
+        few_rows::launch(client, ops, dtype, dims, epilogue.bias_relu());
+        return Ok(());
     }
     // TF32 MMAs have no transpose bits: an operand that is not K-major is read from a K-major
     // copy. Every reason to decline comes before the first launch, so a decline launches

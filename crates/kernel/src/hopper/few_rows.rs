@@ -1,0 +1,206 @@
+//! f32 at few rows with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`), without the
+//! K-major copy the TF32 MMAs would need: split-K with f32 FMAs. Each cube takes 256 columns and
+//! one slice of `k`, stages that slice of `lhs` in shared memory, streams the weight's rows
+//! (each unit one column, so a plane reads 128 contiguous bytes a row) and writes its partial
+//! sums; a second kernel adds the slices, the bias and the ReLU. At few rows the weight's bytes
+//! set the time, so FMAs at f32's rate keep up with the memory, and the result is exact f32.
+
+use crate::Operands;
+use crate::common::{batch_offset, relu};
+use crate::contract::Dims;
+use cubecl::client::Client;
+use cubecl::ir::{AddressType, ElemType};
+use cubecl::prelude::*;
+use cubecl::zspace::Tiling;
+
+/// Units per cube, one output column each.
+const UNITS: usize = 256;
+/// Depth of one slice of `k` (one cube's share of a column block's sum).
+const SLICE_K: usize = 128;
+/// Weight rows loaded before their FMAs, so that each unit keeps that many loads in flight.
+const UNROLL: usize = 8;
+/// The row counts compiled: a problem takes the smallest that holds its `m`.
+pub(crate) const ROWS: [usize; 5] = [1, 4, 8, 16, 32];
+
+#[cube(launch_unchecked, address_type = "dynamic")]
+fn few_rows_partials<F: Float>(
+    lhs: &Tensor<F>,
+    rhs: &Tensor<F>,
+    partials: &mut Tensor<f32>,
+    #[comptime] rows: usize,
+    #[define(F)] _dtype: ElemType,
+) {
+    let rank = lhs.rank();
+    let m = lhs.shape(rank - 2);
+    let k = lhs.shape(rank - 1);
+    let n = rhs.shape(rank - 1);
+    let (lhs_sm, lhs_sk) = (lhs.stride(rank - 2), lhs.stride(rank - 1));
+    let (rhs_sk, rhs_sn) = (rhs.stride(rank - 2), rhs.stride(rank - 1));
+    let unit = UNIT_POS as usize;
+    let col = CUBE_POS_X as usize * UNITS + unit;
+    let slice = CUBE_POS_Y as usize;
+    let batch = CUBE_POS_Z as usize;
+    let k0 = slice * SLICE_K;
+    let k_end = select(k0 + SLICE_K > k, k, k0 + SLICE_K);
+    let lhs_offset = batch_offset::<F>(lhs, batch);
+    let rhs_offset = batch_offset::<F>(rhs, batch);
+
+    // The slice of `lhs`, `[SLICE_K][rows]`, zero past `m` and `k`.
+    let mut tile = Shared::<[f32]>::new_slice(comptime![SLICE_K * rows]);
+    #[unroll]
+    for i in 0..comptime![SLICE_K * rows / UNITS + 1] {
+        let e = unit + i * UNITS;
+        if e < comptime![SLICE_K * rows] {
+            let kk = e / rows;
+            let r = e % rows;
+            let mut value = 0.0f32;
+            if r < m && k0 + kk < k {
+                value = f32::cast_from(lhs[lhs_offset + r * lhs_sm + (k0 + kk) * lhs_sk]);
+            }
+            tile[e] = value;
+        }
+    }
+    sync_cube();
+
+    if col < n {
+        let mut acc = Array::<f32>::new(rows);
+        #[unroll]
+        for r in 0..rows {
+            acc[r] = 0.0;
+        }
+        let mut w = Array::<f32>::new(UNROLL);
+        let column = rhs_offset + col * rhs_sn;
+        let mut kk = k0;
+        while kk + UNROLL <= k_end {
+            #[unroll]
+            for u in 0..UNROLL {
+                w[u] = f32::cast_from(rhs[column + (kk + u) * rhs_sk]);
+            }
+            #[unroll]
+            for u in 0..UNROLL {
+                let at = (kk - k0 + u) * rows;
+                #[unroll]
+                for r in 0..rows {
+                    acc[r] += tile[at + r] * w[u];
+                }
+            }
+            kk += UNROLL;
+        }
+        while kk < k_end {
+            let weight = f32::cast_from(rhs[column + kk * rhs_sk]);
+            let at = (kk - k0) * rows;
+            #[unroll]
+            for r in 0..rows {
+                acc[r] += tile[at + r] * weight;
+            }
+            kk += 1;
+        }
+        let out_rows = partials.shape(1);
+        #[unroll]
+        for r in 0..rows {
+            if r < m {
+                partials[(slice * out_rows + batch * m + r) * n + col] = acc[r];
+            }
+        }
+    }
+}
+
+#[cube(launch_unchecked, address_type = "dynamic")]
+fn few_rows_finish<F: Float>(
+    partials: &Tensor<f32>,
+    bias: &Tensor<F>,
+    output: &mut Tensor<F>,
+    #[comptime] bias_relu: bool,
+    #[define(F)] _dtype: ElemType,
+) {
+    let index = ABSOLUTE_POS;
+    let slices = partials.shape(0);
+    let total = partials.shape(1) * partials.shape(2);
+    if index < total {
+        let mut sum = 0.0f32;
+        for s in 0..slices {
+            sum += partials[s * total + index];
+        }
+        if comptime![bias_relu] {
+            let rank = output.rank();
+            let m = output.shape(rank - 2);
+            let n = output.shape(rank - 1);
+            let col = index % n;
+            let row = (index / n) % m;
+            let batch = index / (m * n);
+            let offset = batch_offset::<F>(bias, batch);
+            let at = offset + row * bias.stride(rank - 2) + col * bias.stride(rank - 1);
+            sum = relu(sum + f32::cast_from(bias[at]));
+        }
+        output[index] = F::cast_from(sum);
+    }
+}
+
+/// Why the few-row path cannot run this problem, if it cannot.
+pub(crate) fn unavailability(dims: &Dims) -> Option<String> {
+    let max = u32::from(u16::MAX) as usize;
+    if dims.m > ROWS[ROWS.len() - 1] {
+        return Some(format!(
+            "{} rows (the few-row path takes at most 32)",
+            dims.m
+        ));
+    }
+    if dims.batch > max || dims.k.div_ceil(SLICE_K) > max {
+        return Some("too many batches or slices of `k` for the few-row grid".into());
+    }
+    None
+}
+
+/// Runs the few-row path: partial sums per slice of `k`, then their sum with the bias and the
+/// ReLU (`bias_relu`), else the plain product.
+pub(crate) fn launch(client: &Client, ops: Operands, dtype: ElemType, dims: Dims, bias_relu: bool) {
+    debug_assert!(unavailability(&dims).is_none());
+    let rows = ROWS.into_iter().find(|&rows| dims.m <= rows).unwrap();
+    let slices = dims.k.div_ceil(SLICE_K);
+    let out_rows = dims.batch * dims.m;
+    let partials_len = slices * out_rows * dims.n;
+    let partials = TensorBinding {
+        handle: client.empty(partials_len * 4).binding(),
+        strides: [out_rows * dims.n, dims.n, 1].into(),
+        shape: [slices, out_rows, dims.n].into(),
+        tiling: Tiling::default(),
+    };
+    let address_type = [&ops.lhs, &ops.rhs, &ops.bias, &ops.out]
+        .into_iter()
+        .map(|binding| binding.required_address_type(dtype.size()))
+        .max()
+        .unwrap_or(AddressType::U32)
+        .max(AddressType::from_len(partials_len));
+    let out_len = out_rows * dims.n;
+    // SAFETY: the contract check bounded every operand by its buffer; the partials kernel reads
+    // `lhs` and `rhs` only inside their shapes and writes each partial sum once, inside the
+    // buffer it was given; the second kernel reads those and writes the dense output.
+    unsafe {
+        few_rows_partials::launch_unchecked(
+            client,
+            CubeCount::Static(
+                dims.n.div_ceil(UNITS) as u32,
+                slices as u32,
+                dims.batch as u32,
+            ),
+            CubeDim::new_1d(UNITS as u32),
+            address_type,
+            ops.lhs.into_tensor_arg(),
+            ops.rhs.into_tensor_arg(),
+            partials.clone().into_tensor_arg(),
+            rows,
+            dtype,
+        );
+        few_rows_finish::launch_unchecked(
+            client,
+            CubeCount::Static(out_len.div_ceil(UNITS) as u32, 1, 1),
+            CubeDim::new_1d(UNITS as u32),
+            address_type,
+            partials.into_tensor_arg(),
+            ops.bias.into_tensor_arg(),
+            ops.out.into_tensor_arg(),
+            bias_relu,
+            dtype,
+        );
+    }
+}
