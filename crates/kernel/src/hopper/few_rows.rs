@@ -4,6 +4,9 @@
 //! (each unit one column, so a plane reads 128 contiguous bytes a row) and writes its partial
 //! sums; a second kernel adds the slices, the bias and the ReLU. At few rows the weight's bytes
 //! set the time, so FMAs at f32's rate keep up with the memory, and the result is exact f32.
+//! Measured on an H200 (`4096 x 4096` weight): 0.026 ms at batch 1 against 0.067 with the copy
+//! and TF32 MMAs, 0.049 against 0.067 at 16 rows, but 0.073 against 0.067 at 32, where each
+//! weight element's 32 FMAs and shared-memory reads outweigh its bytes: so at most 16 rows.
 
 use crate::Operands;
 use crate::common::{batch_offset, relu};
@@ -20,7 +23,7 @@ const SLICE_K: usize = 128;
 /// Weight rows loaded before their FMAs, so that each unit keeps that many loads in flight.
 const UNROLL: usize = 8;
 /// The row counts compiled: a problem takes the smallest that holds its `m`.
-pub(crate) const ROWS: [usize; 5] = [1, 4, 8, 16, 32];
+pub(crate) const ROWS: [usize; 4] = [1, 4, 8, 16];
 
 #[cube(launch_unchecked, address_type = "dynamic")]
 fn few_rows_partials<F: Float>(
@@ -141,8 +144,9 @@ pub(crate) fn unavailability(dims: &Dims) -> Option<String> {
     let max = u32::from(u16::MAX) as usize;
     if dims.m > ROWS[ROWS.len() - 1] {
         return Some(format!(
-            "{} rows (the few-row path takes at most 32)",
-            dims.m
+            "{} rows (the few-row path takes at most {})",
+            dims.m,
+            ROWS[ROWS.len() - 1]
         ));
     }
     if dims.batch > max || dims.k.div_ceil(SLICE_K) > max {
@@ -155,7 +159,10 @@ pub(crate) fn unavailability(dims: &Dims) -> Option<String> {
 /// ReLU (`bias_relu`), else the plain product.
 pub(crate) fn launch(client: &Client, ops: Operands, dtype: ElemType, dims: Dims, bias_relu: bool) {
     debug_assert!(unavailability(&dims).is_none());
-    let rows = ROWS.into_iter().find(|&rows| dims.m <= rows).unwrap();
+    let rows = ROWS
+        .into_iter()
+        .find(|&rows| dims.m <= rows)
+        .expect("the caller checked `unavailability`");
     let slices = dims.k.div_ceil(SLICE_K);
     let out_rows = dims.batch * dims.m;
     let partials_len = slices * out_rows * dims.n;
@@ -201,6 +208,35 @@ pub(crate) fn launch(client: &Client, ops: Operands, dtype: ElemType, dims: Dims
             ops.out.into_tensor_arg(),
             bias_relu,
             dtype,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(batch: usize, m: usize, k: usize, n: usize) -> Dims {
+        Dims { m, n, k, batch }
+    }
+
+    #[test]
+    fn few_rows_takes_up_to_16_rows_and_a_grid_that_fits() {
+        for m in [1, 2, 4, 5, 8, 16] {
+            assert_eq!(unavailability(&dims(1, m, 4096, 4096)), None, "m = {m}");
+        }
+        // At 32 rows the copy and TF32 MMAs were faster on an H200.
+        assert!(unavailability(&dims(1, 17, 4096, 4096)).is_some());
+        assert!(unavailability(&dims(1, 32, 4096, 4096)).is_some());
+        // The grid's y (slices of `k`) and z (batches) stop at 65,535.
+        assert!(unavailability(&dims(70_000, 1, 64, 64)).is_some());
+        assert!(unavailability(&dims(1, 1, 65_535 * SLICE_K + 1, 64)).is_some());
+        assert_eq!(unavailability(&dims(65_535, 1, 65_535 * SLICE_K, 64)), None);
+        // Each row count is the smallest that holds `m`.
+        let rows = |m: usize| ROWS.into_iter().find(|&rows| m <= rows);
+        assert_eq!(
+            (rows(1), rows(2), rows(5), rows(16)),
+            (Some(1), Some(4), Some(8), Some(16))
         );
     }
 }

@@ -10,6 +10,7 @@
 //! | `tma` | the TMA engine's tiled loads and stores, through inline PTX |
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
+//! | `few_rows` | f32 at up to 16 rows with an N-major `rhs`: split-K with f32 FMAs, no copy |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
 //! the backward's gradient products use through [`launch_product`](crate::launch_product).
