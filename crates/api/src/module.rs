@@ -24,8 +24,8 @@ pub struct FusedLinearReluConfig {
     pub initializer: Initializer,
     /// The layout the weight is stored in (Burn's `LinearLayout`). In f32 on a Hopper GPU,
     /// `LinearLayout::Col` (the weight stored `[d_output, d_input]`) is what the tensor-core
-    /// kernel reads as it is; a `Row` weight is copied to that layout in each call, which at
-    /// inference batch sizes takes longer than the product itself.
+    /// kernel reads as it is; a `Row` weight is read as it is up to 16 rows of input, and
+    /// copied to the other layout in each call above that.
     #[config(default = "LinearLayout::Row")]
     pub layout: LinearLayout,
 }
