@@ -65,11 +65,19 @@ pub(crate) fn tile_walk_setup(
     let num_tiles = m.div_ceil(tile_m) * n.div_ceil(tile_n) * (out_len / (m * n));
     let cube_count =
         CubeCountSelection::new(client, num_tiles.min(u32::MAX as usize) as u32).cube_count();
-    let address_type = [&ops.lhs, &ops.rhs, &ops.bias, &ops.out]
+    (
+        cube_count,
+        address_type(ops, dtype, num_tiles * tile_m * tile_n),
+    )
+}
+
+/// The address width that reaches every element of the four operands and every index below
+/// `len` (the kernel's own arithmetic, or a buffer of its own).
+pub(crate) fn address_type(ops: &Operands, dtype: ElemType, len: usize) -> AddressType {
+    [&ops.lhs, &ops.rhs, &ops.bias, &ops.out]
         .into_iter()
         .map(|binding| binding.required_address_type(dtype.size()))
         .max()
         .unwrap_or(AddressType::U32)
-        .max(AddressType::from_len(num_tiles * tile_m * tile_n));
-    (cube_count, address_type)
+        .max(AddressType::from_len(len))
 }

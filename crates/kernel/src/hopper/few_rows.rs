@@ -9,10 +9,10 @@
 //! weight element's 32 FMAs and shared-memory reads outweigh its bytes: so at most 16 rows.
 
 use crate::Operands;
-use crate::common::{batch_offset, relu};
+use crate::common::{address_type, batch_offset, relu};
 use crate::contract::Dims;
 use cubecl::client::Client;
-use cubecl::ir::{AddressType, ElemType};
+use cubecl::ir::ElemType;
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
 
@@ -51,7 +51,7 @@ fn few_rows_partials<F: Float>(
     // The slice of `lhs`, `[SLICE_K][rows]`, zero past `m` and `k`.
     let mut tile = Shared::<[f32]>::new_slice(comptime![SLICE_K * rows]);
     #[unroll]
-    for i in 0..comptime![SLICE_K * rows / UNITS + 1] {
+    for i in 0..comptime![(SLICE_K * rows).div_ceil(UNITS)] {
         let e = unit + i * UNITS;
         if e < comptime![SLICE_K * rows] {
             let kk = e / rows;
@@ -139,30 +139,22 @@ fn few_rows_finish<F: Float>(
     }
 }
 
-/// Why the few-row path cannot run this problem, if it cannot.
-pub(crate) fn unavailability(dims: &Dims) -> Option<String> {
+/// Whether the few-row path takes this problem: at most 16 rows, and batches and slices of `k`
+/// within the grid's 65,535 along y and z. (Where it does not, the K-major copy and the TF32
+/// MMAs run it, so there is no reason to report.)
+pub(crate) fn takes(dims: &Dims) -> bool {
     let max = u32::from(u16::MAX) as usize;
-    if dims.m > ROWS[ROWS.len() - 1] {
-        return Some(format!(
-            "{} rows (the few-row path takes at most {})",
-            dims.m,
-            ROWS[ROWS.len() - 1]
-        ));
-    }
-    if dims.batch > max || dims.k.div_ceil(SLICE_K) > max {
-        return Some("too many batches or slices of `k` for the few-row grid".into());
-    }
-    None
+    dims.m <= ROWS[ROWS.len() - 1] && dims.batch <= max && dims.k.div_ceil(SLICE_K) <= max
 }
 
 /// Runs the few-row path: partial sums per slice of `k`, then their sum with the bias and the
 /// ReLU (`bias_relu`), else the plain product.
 pub(crate) fn launch(client: &Client, ops: Operands, dtype: ElemType, dims: Dims, bias_relu: bool) {
-    debug_assert!(unavailability(&dims).is_none());
+    debug_assert!(takes(&dims));
     let rows = ROWS
         .into_iter()
         .find(|&rows| dims.m <= rows)
-        .expect("the caller checked `unavailability`");
+        .expect("the caller checked `takes`");
     let slices = dims.k.div_ceil(SLICE_K);
     let out_rows = dims.batch * dims.m;
     let partials_len = slices * out_rows * dims.n;
@@ -172,12 +164,7 @@ pub(crate) fn launch(client: &Client, ops: Operands, dtype: ElemType, dims: Dims
         shape: [slices, out_rows, dims.n].into(),
         tiling: Tiling::default(),
     };
-    let address_type = [&ops.lhs, &ops.rhs, &ops.bias, &ops.out]
-        .into_iter()
-        .map(|binding| binding.required_address_type(dtype.size()))
-        .max()
-        .unwrap_or(AddressType::U32)
-        .max(AddressType::from_len(partials_len));
+    let address_type = address_type(&ops, dtype, partials_len);
     let out_len = out_rows * dims.n;
     // SAFETY: the contract check bounded every operand by its buffer; the partials kernel reads
     // `lhs` and `rhs` only inside their shapes and writes each partial sum once, inside the
@@ -223,15 +210,15 @@ mod tests {
     #[test]
     fn few_rows_takes_up_to_16_rows_and_a_grid_that_fits() {
         for m in [1, 2, 4, 5, 8, 16] {
-            assert_eq!(unavailability(&dims(1, m, 4096, 4096)), None, "m = {m}");
+            assert!(takes(&dims(1, m, 4096, 4096)), "m = {m}");
         }
         // At 32 rows the copy and TF32 MMAs were faster on an H200.
-        assert!(unavailability(&dims(1, 17, 4096, 4096)).is_some());
-        assert!(unavailability(&dims(1, 32, 4096, 4096)).is_some());
+        assert!(!takes(&dims(1, 17, 4096, 4096)));
+        assert!(!takes(&dims(1, 32, 4096, 4096)));
         // The grid's y (slices of `k`) and z (batches) stop at 65,535.
-        assert!(unavailability(&dims(70_000, 1, 64, 64)).is_some());
-        assert!(unavailability(&dims(1, 1, 65_535 * SLICE_K + 1, 64)).is_some());
-        assert_eq!(unavailability(&dims(65_535, 1, 65_535 * SLICE_K, 64)), None);
+        assert!(!takes(&dims(70_000, 1, 64, 64)));
+        assert!(!takes(&dims(1, 1, 65_535 * SLICE_K + 1, 64)));
+        assert!(takes(&dims(65_535, 1, 65_535 * SLICE_K, 64)));
         // Each row count is the smallest that holds `m`.
         let rows = |m: usize| ROWS.into_iter().find(|&rows| m <= rows);
         assert_eq!(

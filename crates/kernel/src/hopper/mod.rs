@@ -117,7 +117,7 @@ pub(crate) fn launch(
     if operand == Operand::Tf32
         && plan.rhs_major == RhsMajor::N
         && !epilogue.writes_mask()
-        && few_rows::unavailability(&dims).is_none()
+        && few_rows::takes(&dims)
     {
         few_rows::launch(client, ops, dtype, dims, epilogue.bias_relu());
         return Ok(());
