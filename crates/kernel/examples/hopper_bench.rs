@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p fmar-kernel --features cuda --example hopper_bench -- \
 //!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--lhs k,m] [--rhs n,k]
-//!     [--outputs 1] [SHAPE ...]
+//!     [--outputs 1] [--mask] [SHAPE ...]
 //! ```
 //!
 //! Each `SHAPE` is `b,m,k,n` (default: 1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192).
@@ -14,7 +14,10 @@
 //! and column edge included), then `--reps` launches are timed between two device syncs, each
 //! writing the next of `--outputs` output buffers in turn (one: the same buffer every time, which
 //! may stay in L2; more: as a caller that allocates each output sees it; 0: a buffer allocated
-//! for each launch and kept until the sync, as Burn's path does).
+//! for each launch and kept until the sync, as Burn's path does). Under `--mask` every launch is
+//! the tracked forward (`launch_keeping_mask`, which also writes the ReLU mask the backward
+//! reads), with the crate's own choice of variant (or `FMAR_FORCE_VARIANT`'s); the check
+//! covers the output.
 //! Prints one line per run: `RESULT dtype shape lhs rhs variant ms TFLOP/s max_rel_err status`.
 
 use cubecl::client::Client;
@@ -35,6 +38,8 @@ struct Options {
     reps: usize,
     /// Output buffers the timed launches write in turn.
     outputs: usize,
+    /// Whether every launch is the tracked forward, which writes the ReLU mask too.
+    mask: bool,
     shapes: Vec<[usize; 4]>,
 }
 
@@ -46,6 +51,7 @@ fn parse() -> Options {
         rhs_layouts: vec!['n', 'k'],
         reps: 50,
         outputs: 1,
+        mask: false,
         shapes: vec![],
     };
     let mut args = std::env::args().skip(1);
@@ -92,6 +98,7 @@ fn parse() -> Options {
             }
             "--reps" => options.reps = value().parse().expect("--reps N"),
             "--outputs" => options.outputs = value().parse().expect("--outputs N"),
+            "--mask" => options.mask = true,
             shape => {
                 let dims: Vec<usize> = shape
                     .split(',')
@@ -295,16 +302,18 @@ fn main() {
     }
 }
 
-/// `variant`, or the crate's own choice.
+/// `variant`, or the crate's own choice; with `mask`, the tracked forward, which writes it.
 fn launch(
     client: &Client,
     operands: Operands,
     dtype: ElemType,
     variant: Option<Variant>,
+    mask: Option<&TensorBinding>,
 ) -> Result<(), LaunchError> {
-    match variant {
-        Some(variant) => fmar_kernel::launch_variant(client, operands, dtype, variant),
-        None => fmar_kernel::launch(client, operands, dtype),
+    match (mask, variant) {
+        (Some(mask), _) => fmar_kernel::launch_keeping_mask(client, operands, mask.clone(), dtype),
+        (None, Some(variant)) => fmar_kernel::launch_variant(client, operands, dtype, variant),
+        (None, None) => fmar_kernel::launch(client, operands, dtype),
     }
 }
 
@@ -317,7 +326,14 @@ fn run(
 ) {
     let reps = options.reps;
     let [b, m, k, n] = problem.shape;
-    let name = variant.map_or("launch".to_string(), |v| v.name());
+    if options.mask && variant.is_some() {
+        panic!("--mask runs the crate's own choice: leave --variants at `launch`");
+    }
+    let name = match variant {
+        _ if options.mask => "keeping-mask".to_string(),
+        Some(variant) => variant.name(),
+        None => "launch".to_string(),
+    };
     let label = format!(
         "{:?} {b},{m},{k},{n} lhs={} rhs={} {name}",
         problem.precision,
@@ -337,8 +353,17 @@ fn run(
     let poison = problem.precision.encode(&vec![f64::NAN; b * m * n]);
     let out = client.create_from_slice(&poison);
     let operands = problem.operands(&out);
+    let mask_shape = fmar_kernel::mask_shape(&[b, m, n]);
+    let mask_words = mask_shape.iter().product::<usize>();
+    let mask_buffer = client.empty(mask_words * 4);
+    let mask = binding(
+        &mask_buffer,
+        &mask_shape,
+        &[m * mask_shape[2], mask_shape[2], 1],
+    );
+    let mask = options.mask.then_some(&mask);
     let first = Instant::now();
-    if let Err(error) = launch(client, operands.clone(), dtype, variant) {
+    if let Err(error) = launch(client, operands.clone(), dtype, variant, mask) {
         println!("RESULT {label} - - - UNAVAILABLE ({error})");
         return;
     }
@@ -368,7 +393,7 @@ fn run(
         } else {
             outputs[rep % outputs.len()].clone()
         };
-        launch(client, operands, dtype, variant).expect("launch");
+        launch(client, operands, dtype, variant, mask).expect("launch");
     }
     // Host time to issue the launches: where the device is faster than the host (tiny
     // shapes), this is the whole loop's time, the host cost per launch.

@@ -216,6 +216,51 @@ fn hopper_runs_exactly_where_the_device_has_it() {
     }
 }
 
+/// f32 at up to 16 rows with an N-major `rhs` runs on the Hopper variant (its few-row kernels,
+/// exact f32 FMAs) whatever the strides: rows of 1001, 2055 and 517 elements are not 16-byte
+/// multiples, which the TMA engine needs, and yet the Hopper variant takes them, `lhs` K- and
+/// M-major, batched and broadcast, and matches the f64 reference at f32's own tolerance (no
+/// TF32 rounding). Elsewhere it reports itself unavailable.
+#[test]
+fn few_row_f32_runs_on_hopper_whatever_its_strides() {
+    use contract::{client, download, elem_type};
+    let client = client();
+    let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
+    // Shapes of lhs, rhs and bias; whether lhs is stored M-major.
+    type FewRowProblem = (&'static [usize], &'static [usize], &'static [usize], bool);
+    let problems: &[FewRowProblem] = &[
+        (&[1, 7, 1001], &[1, 1001, 2055], &[2055], false),
+        (&[3, 16, 517], &[1, 517, 1030], &[3, 16, 1030], true),
+        (&[2, 1, 4097], &[2, 4097, 99], &[1, 99], false),
+    ];
+    for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major) in problems {
+        let mut rng = Rng::fresh();
+        let precision = Precision::F32;
+        let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
+        let (operands, out) = hopper_operands(&client, &problem, precision, lhs_m_major, false);
+        let result = kernel::launch_variant(
+            &client,
+            operands,
+            elem_type(precision),
+            kernel::Variant::Hopper,
+        );
+        if !hopper_device {
+            expect_hopper_unavailable(result);
+            return;
+        }
+        result.expect("the few-row kernels take any strides");
+        let got = download(&client, out, precision);
+        assert_close(
+            &format!("few rows lhs {lhs_shape:?} (M-major: {lhs_m_major}) rhs {rhs_shape:?}"),
+            &got,
+            &problem.output.data,
+            Tolerance::for_precision(precision),
+            problem.forward_scale(),
+            rng.seed(),
+        );
+    }
+}
+
 /// The plain product `lhs @ rhs` ([`kernel::launch_product`]) runs on the Hopper kernel where
 /// the device has it, and matches the f64 product (no bias, no ReLU: about half the sums are
 /// negative and must come back as they are); elsewhere it reports itself unavailable.
@@ -429,7 +474,8 @@ fn each_variant_runs_exactly_where_expected() {
 /// the bias gradient's last step more partial sums than it has unit rows; the batch is
 /// kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through
 /// TF32), whose epilogue writes the mask (asserted), including a few-row problem whose `k` is
-/// split across a cluster; everywhere the other variants' output is packed by the mask kernel.
+/// split across a cluster (f32: the few-row kernels, whose second kernel writes it); everywhere
+/// the other variants' output is packed by the mask kernel.
 /// Every dtype the device runs.
 #[test]
 fn mask_follows_the_stored_output_and_gates_the_gradient() {
@@ -441,6 +487,9 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
         (&[1, 200, 136], &[1, 136, 72], &[1, 72]),
         (&[3, 70, 40], &[3, 40, 64], &[3, 70, 64]),
         (&[1, 9, 4104], &[1, 4104, 1000], &[1000]),
+        // Few rows, batched, a bias per row, rows ending inside a word: f32 takes the few-row
+        // kernels on a Hopper device, whose second kernel writes the mask.
+        (&[3, 5, 296], &[3, 296, 72], &[3, 5, 72]),
         // Enough rows for the bias gradient's partial sums to span several of each unit's steps.
         (&[1, 1100, 40], &[1, 40, 72], &[72]),
     ];

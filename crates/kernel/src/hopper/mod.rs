@@ -19,7 +19,9 @@
 //! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
 //! whose strides the TMA engine can follow, and for `f32` operands rounded to TF32 where cubek's
 //! matmul configuration allows it (`allow_tf32`, its default, as for Burn's own f32 matmuls).
-//! Anywhere else it reports itself unavailable, and the launch runs another variant.
+//! At up to 16 rows with an N-major `rhs`, `f32` runs on `few_rows` instead, exact, whatever
+//! the strides and `allow_tf32`. Anywhere else it reports itself unavailable, and the launch
+//! runs another variant.
 
 mod cluster;
 mod few_rows;
@@ -90,6 +92,25 @@ pub(crate) fn launch(
     if let Some(reason) = device_unavailability(client) {
         return Err(unavailable(reason.into()));
     }
+    // Without the mask epilogue the kernel never touches its mask argument, which then views
+    // the output's buffer.
+    let mask_arg = mask.unwrap_or_else(|| TensorBinding {
+        handle: ops.out.handle.clone(),
+        strides: [1].into(),
+        shape: [1].into(),
+        tiling: Tiling::default(),
+    });
+    // At few rows an N-major f32 weight is read as it is, with f32 FMAs: its K-major copy for
+    // TF32 MMAs would cost more than the product. The sums are exact f32 (TF32's permission is
+    // not needed) and nothing goes through the TMA engine, so any strides do.
+    let rank = ops.rhs.strides.len();
+    if dtype == ElemType::Float(FloatKind::F32)
+        && ops.rhs.strides[rank - 1] == 1
+        && few_rows::takes(&dims)
+    {
+        few_rows::launch(client, ops, dtype, dims, epilogue, mask_arg);
+        return Ok(());
+    }
     let operand = match dtype {
         ElemType::Float(FloatKind::BF16) => Operand::Bf16,
         ElemType::Float(FloatKind::F16) => Operand::F16,
@@ -112,16 +133,7 @@ pub(crate) fn launch(
     if dims.m * dims.n * dims.batch > u32::MAX as usize {
         return Err(unavailable("an output of more than 2^32 elements".into()));
     }
-    // At few rows an N-major f32 weight is read as it is, with f32 FMAs: its K-major copy
-    // would cost more than the product.
-    if operand == Operand::Tf32
-        && plan.rhs_major == RhsMajor::N
-        && !epilogue.writes_mask()
-        && few_rows::takes(&dims)
-    {
-        few_rows::launch(client, ops, dtype, dims, epilogue.bias_relu());
-        return Ok(());
-    }
+
     // TF32 MMAs have no transpose bits: an operand that is not K-major is read from a K-major
     // copy. Every reason to decline comes before the first launch, so a decline launches
     // nothing.
@@ -207,14 +219,6 @@ pub(crate) fn launch(
         .bias
         .required_address_type(dtype.size())
         .max(AddressType::from_len(out_len));
-    // Without the mask epilogue the kernel never touches its mask argument, which then views
-    // the output's buffer.
-    let mask_arg = mask.unwrap_or_else(|| TensorBinding {
-        handle: ops.out.handle.clone(),
-        strides: [1].into(),
-        shape: [1].into(),
-        tiling: Tiling::default(),
-    });
 
     // SAFETY: the contract check bounded every operand's strides by its buffer; the TMA engine
     // reads `lhs` and `rhs` through maps of their own shapes, filling past the edges with zeros,
