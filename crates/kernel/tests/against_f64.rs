@@ -216,7 +216,7 @@ fn hopper_runs_exactly_where_the_device_has_it() {
     }
 }
 
-/// f32 at up to 16 rows with an N-major `rhs` runs on the Hopper variant (its few-row kernels,
+/// f32 at up to 32 rows with an N-major `rhs` runs on the Hopper variant (its few-row kernels,
 /// exact f32 FMAs) whatever the strides: rows of 1001, 2055 and 517 elements are not 16-byte
 /// multiples, which the TMA engine needs, and yet the Hopper variant takes them, `lhs` K- and
 /// M-major, batched and broadcast, and matches the f64 reference at f32's own tolerance (no
@@ -232,6 +232,7 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[1, 7, 1001], &[1, 1001, 2055], &[2055], false),
         (&[3, 16, 517], &[1, 517, 1030], &[3, 16, 1030], true),
         (&[2, 1, 4097], &[2, 4097, 99], &[1, 99], false),
+        (&[2, 29, 517], &[1, 517, 1030], &[1030], true),
     ];
     for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major) in problems {
         let mut rng = Rng::fresh();

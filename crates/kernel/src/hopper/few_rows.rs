@@ -4,10 +4,12 @@
 //! (each unit one column, so a plane reads 128 contiguous bytes a row) and writes its partial
 //! sums; a second kernel adds the slices, the bias and the ReLU, and writes the ReLU mask when
 //! the backward will read it. At few rows the weight's bytes set the time, so FMAs at f32's
-//! rate keep up with the memory, and the result is exact f32.
+//! rate keep up with the memory, and the result is exact f32. The `lhs` tile is read 4 rows at a
+//! time (one 16-byte shared-memory load a unit, the same address across the plane), so a weight
+//! element costs `rows` FMAs and `rows / 4` such loads.
 //! Measured on an H200 (`4096 x 4096` weight): 0.026 ms at batch 1 against 0.067 with the copy
-//! and TF32 MMAs, 0.049 against 0.067 at 16 rows, but 0.073 against 0.067 at 32, where each
-//! weight element's 32 FMAs and shared-memory reads outweigh its bytes: so at most 16 rows.
+//! and TF32 MMAs, 0.043 against 0.067 at 16 rows, 0.065 against 0.068 at 32; above that the
+//! FMAs outweigh the weight's bytes and the copy's TF32 MMAs win, so at most 32 rows.
 
 use crate::Operands;
 use crate::common::{address_type, batch_offset, relu};
@@ -25,10 +27,10 @@ const SLICE_K: usize = 128;
 /// Weight rows loaded before their FMAs, so that each unit keeps that many loads in flight.
 const UNROLL: usize = 8;
 /// The row counts compiled: a problem takes the smallest that holds its `m`.
-pub(crate) const ROWS: [usize; 4] = [1, 4, 8, 16];
+pub(crate) const ROWS: [usize; 4] = [4, 8, 16, 32];
 
 #[cube(launch_unchecked, address_type = "dynamic")]
-fn few_rows_partials<F: Float>(
+pub(crate) fn few_rows_partials<F: Float>(
     lhs: &Tensor<F>,
     rhs: &Tensor<F>,
     partials: &mut Tensor<f32>,
@@ -50,19 +52,27 @@ fn few_rows_partials<F: Float>(
     let lhs_offset = batch_offset::<F>(lhs, batch);
     let rhs_offset = batch_offset::<F>(rhs, batch);
 
-    // The slice of `lhs`, `[SLICE_K][rows]`, zero past `m` and `k`.
-    let mut tile = Shared::<[f32]>::new_slice(comptime![SLICE_K * rows]);
+    // The slice of `lhs`, `[SLICE_K][rows]` as vectors of 4 rows, zero past `m` and `k`: a
+    // unit reads 4 rows of one `k` in one 16-byte load, the same address across the plane (a
+    // broadcast), so that shared-memory reads stay a quarter of the FMAs.
+    let mut tile = Shared::<[Vector<f32, Const<4>>]>::new_slice(comptime![SLICE_K * rows / 4]);
     #[unroll]
-    for i in 0..comptime![(SLICE_K * rows).div_ceil(UNITS)] {
-        let e = unit + i * UNITS;
-        if e < comptime![SLICE_K * rows] {
-            let kk = e / rows;
-            let r = e % rows;
-            let mut value = 0.0f32;
-            if r < m && k0 + kk < k {
-                value = f32::cast_from(lhs[lhs_offset + r * lhs_sm + (k0 + kk) * lhs_sk]);
+    for i in 0..comptime![(SLICE_K * rows / 4).div_ceil(UNITS)] {
+        let v = unit + i * UNITS;
+        if v < comptime![SLICE_K * rows / 4] {
+            let kk = v / comptime![rows / 4];
+            let r0 = (v % comptime![rows / 4]) * 4;
+            let mut values = Vector::<f32, Const<4>>::empty();
+            #[unroll]
+            for e in 0..4usize {
+                let r = r0 + e;
+                let mut value = 0.0f32;
+                if r < m && k0 + kk < k {
+                    value = f32::cast_from(lhs[lhs_offset + r * lhs_sm + (k0 + kk) * lhs_sk]);
+                }
+                values.insert(e, value);
             }
-            tile[e] = value;
+            tile[v] = values;
         }
     }
     sync_cube();
@@ -83,20 +93,28 @@ fn few_rows_partials<F: Float>(
             }
             #[unroll]
             for u in 0..UNROLL {
-                let at = (kk - k0 + u) * rows;
+                let at = (kk - k0 + u) * comptime![rows / 4];
                 #[unroll]
-                for r in 0..rows {
-                    acc[r] += tile[at + r] * w[u];
+                for g in 0..comptime![rows / 4] {
+                    let x = tile[at + g];
+                    #[unroll]
+                    for e in 0..4usize {
+                        acc[comptime![4 * g + e]] += x.extract(e) * w[u];
+                    }
                 }
             }
             kk += UNROLL;
         }
         while kk < k_end {
             let weight = f32::cast_from(rhs[column + kk * rhs_sk]);
-            let at = (kk - k0) * rows;
+            let at = (kk - k0) * comptime![rows / 4];
             #[unroll]
-            for r in 0..rows {
-                acc[r] += tile[at + r] * weight;
+            for g in 0..comptime![rows / 4] {
+                let x = tile[at + g];
+                #[unroll]
+                for e in 0..4usize {
+                    acc[comptime![4 * g + e]] += x.extract(e) * weight;
+                }
             }
             kk += 1;
         }
@@ -165,7 +183,7 @@ fn few_rows_finish<F: Float>(
     }
 }
 
-/// Whether the few-row path takes this problem: at most 16 rows, and batches and slices of `k`
+/// Whether the few-row path takes this problem: at most 32 rows, and batches and slices of `k`
 /// within the grid's 65,535 along y and z. (Where it does not, the K-major copy and the TF32
 /// MMAs run it, so there is no reason to report.)
 pub(crate) fn takes(dims: &Dims) -> bool {
@@ -247,13 +265,11 @@ mod tests {
     }
 
     #[test]
-    fn few_rows_takes_up_to_16_rows_and_a_grid_that_fits() {
-        for m in [1, 2, 4, 5, 8, 16] {
+    fn few_rows_takes_up_to_32_rows_and_a_grid_that_fits() {
+        for m in [1, 2, 4, 5, 8, 16, 17, 32] {
             assert!(takes(&dims(1, m, 4096, 4096)), "m = {m}");
         }
-        // At 32 rows the copy and TF32 MMAs were faster on an H200.
-        assert!(!takes(&dims(1, 17, 4096, 4096)));
-        assert!(!takes(&dims(1, 32, 4096, 4096)));
+        assert!(!takes(&dims(1, 33, 4096, 4096)));
         // The grid's y (slices of `k`) and z (batches) stop at 65,535.
         assert!(!takes(&dims(70_000, 1, 64, 64)));
         assert!(!takes(&dims(1, 1, 65_535 * SLICE_K + 1, 64)));
@@ -261,8 +277,8 @@ mod tests {
         // Each row count is the smallest that holds `m`.
         let rows = |m: usize| ROWS.into_iter().find(|&rows| m <= rows);
         assert_eq!(
-            (rows(1), rows(2), rows(5), rows(16)),
-            (Some(1), Some(4), Some(8), Some(16))
+            (rows(1), rows(4), rows(5), rows(16), rows(17)),
+            (Some(4), Some(4), Some(8), Some(16), Some(32))
         );
     }
 }

@@ -10,7 +10,7 @@
 //! | `tma` | the TMA engine's tiled loads and stores, through inline PTX |
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
-//! | `few_rows` | f32 at up to 16 rows with an N-major `rhs`: split-K with f32 FMAs, no copy |
+//! | `few_rows` | f32 at up to 32 rows with an N-major `rhs`: split-K with f32 FMAs, no copy |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
 //! the backward's gradient products use through [`launch_product`](crate::launch_product).
@@ -19,7 +19,7 @@
 //! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
 //! whose strides the TMA engine can follow, and for `f32` operands rounded to TF32 where cubek's
 //! matmul configuration allows it (`allow_tf32`, its default, as for Burn's own f32 matmuls).
-//! At up to 16 rows with an N-major `rhs`, `f32` runs on `few_rows` instead, exact, whatever
+//! At up to 32 rows with an N-major `rhs`, `f32` runs on `few_rows` instead, exact, whatever
 //! the strides and `allow_tf32`. Anywhere else it reports itself unavailable, and the launch
 //! runs another variant.
 

@@ -3,6 +3,7 @@
 //! With `FMAR_HOPPER_SOURCE_DIR` set, the sources are written there, to be compiled by NVRTC
 //! and `ptxas -arch=sm_90a -v` for the resource report and the SASS before a device run.
 
+use super::few_rows::{ROWS, few_rows_partials::FewRowsPartials};
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
 use super::kernel::{Epilogue, KernelConfig};
@@ -273,5 +274,43 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
             );
             std::fs::write(format!("{dir}/{name}"), &source).unwrap();
         }
+    }
+}
+
+/// The few-row kernel's partial sums, for each row count: the `lhs` tile is read as 16-byte
+/// vectors (`ld.shared.v4` once through the assembler), a quarter of the FMAs.
+#[test]
+fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
+    let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
+    for rows in ROWS {
+        let settings = KernelSettings::new(
+            *CubeDim::new_1d(256),
+            ExecutionMode::Unchecked,
+            AddressType::U32,
+        );
+        let tensor = || TensorCompilationArg {
+            meta: TensorMetaCompilationArg { len: (), rank: () },
+            buffer: BufferCompilationArg { inplace: None },
+        };
+        let definition = FewRowsPartials::new(
+            settings,
+            hopper_properties(),
+            Arc::new(Default::default()),
+            tensor(),
+            tensor(),
+            tensor(),
+            rows,
+            Operand::Tf32.elem_type(),
+        )
+        .define();
+        let source = compile(definition, &format!("few rows {rows}"));
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(format!("{dir}/few_rows_{rows}.cu"), &source).unwrap();
+        }
+        assert!(
+            source.contains("float_4"),
+            "few rows {rows}: no vector tile"
+        );
     }
 }
