@@ -7,8 +7,8 @@
 //! rate keep up with the memory, and the result is exact f32. The `lhs` tile is read 4 rows at a
 //! time (one 16-byte shared-memory load a unit, the same address across the plane), so a weight
 //! element costs `rows` FMAs and `rows / 4` such loads.
-//! Measured on an H200 (`4096 x 4096` weight): 0.026 ms at batch 1 against 0.067 with the copy
-//! and TF32 MMAs, 0.043 against 0.067 at 16 rows, 0.065 against 0.068 at 32; above that the
+//! Measured on an H200 (`4096 x 4096` weight): 0.0255 ms at batch 1 against 0.067 with the copy
+//! and TF32 MMAs, 0.039 against 0.067 at 16 rows, 0.065 against 0.068 at 32; above that the
 //! FMAs outweigh the weight's bytes and the copy's TF32 MMAs win, so at most 32 rows.
 
 use crate::Operands;
@@ -24,8 +24,17 @@ use cubecl::zspace::Tiling;
 const UNITS: usize = 256;
 /// Depth of one slice of `k` (one cube's share of a column block's sum).
 const SLICE_K: usize = 128;
-/// Weight rows loaded before their FMAs, so that each unit keeps that many loads in flight.
-const UNROLL: usize = 8;
+/// Weight rows a unit loads before their FMAs (the loads it keeps in flight) at `rows` rows. The
+/// kernel is bound by the loads in flight where its registers allow few cubes: on an H200 at 8
+/// and 16 rows, two or three cubes a multiprocessor either way, 16 loads beat 8 (0.039 against
+/// 0.044 ms at `1 x 16 x 4096 x 4096`, 0.087 against 0.100 at `1 x 8 x 4096 x 16384`). At 4
+/// rows 16 loads cost a cube a multiprocessor (80 registers a unit against 64) and were 5%
+/// slower; at 32 rows, where the FMAs weigh more, 1-4% slower.
+const fn loads_in_flight(rows: usize) -> usize {
+    if rows == 8 || rows == 16 { 16 } else { 8 }
+}
+/// Partial sums the second kernel loads before adding them, for the same reason.
+const FINISH_UNROLL: usize = 8;
 /// The row counts compiled: a problem takes the smallest that holds its `m`.
 pub(crate) const ROWS: [usize; 4] = [4, 8, 16, 32];
 
@@ -83,16 +92,17 @@ pub(crate) fn few_rows_partials<F: Float>(
         for r in 0..rows {
             acc[r] = 0.0;
         }
-        let mut w = Array::<f32>::new(UNROLL);
+        let unroll = comptime![loads_in_flight(rows)];
+        let mut w = Array::<f32>::new(unroll);
         let column = rhs_offset + col * rhs_sn;
         let mut kk = k0;
-        while kk + UNROLL <= k_end {
+        while kk + unroll <= k_end {
             #[unroll]
-            for u in 0..UNROLL {
+            for u in 0..unroll {
                 w[u] = f32::cast_from(rhs[column + (kk + u) * rhs_sk]);
             }
             #[unroll]
-            for u in 0..UNROLL {
+            for u in 0..unroll {
                 let at = (kk - k0 + u) * comptime![rows / 4];
                 #[unroll]
                 for g in 0..comptime![rows / 4] {
@@ -103,7 +113,7 @@ pub(crate) fn few_rows_partials<F: Float>(
                     }
                 }
             }
-            kk += UNROLL;
+            kk += unroll;
         }
         while kk < k_end {
             let weight = f32::cast_from(rhs[column + kk * rhs_sk]);
@@ -153,9 +163,24 @@ fn few_rows_finish<F: Float>(
     let index = (batch * m + row) * n + col;
     let mut bit = 0u32;
     if col < n {
+        // In slice order, so the sum is the same whatever the batching of its loads.
         let mut sum = 0.0f32;
-        for s in 0..slices {
+        let mut part = Array::<f32>::new(FINISH_UNROLL);
+        let mut s = 0;
+        while s + FINISH_UNROLL <= slices {
+            #[unroll]
+            for i in 0..FINISH_UNROLL {
+                part[i] = partials[(s + i) * total + index];
+            }
+            #[unroll]
+            for i in 0..FINISH_UNROLL {
+                sum += part[i];
+            }
+            s += FINISH_UNROLL;
+        }
+        while s < slices {
             sum += partials[s * total + index];
+            s += 1;
         }
         if comptime![epilogue.bias_relu()] {
             let offset = batch_offset::<F>(bias, batch);
