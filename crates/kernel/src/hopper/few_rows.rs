@@ -34,10 +34,12 @@ const fn loads_in_flight(rows: usize) -> usize {
     if rows == 8 || rows == 16 { 16 } else { 8 }
 }
 /// Partial sums the second kernel loads before adding them, for the same reason.
-const FINISH_UNROLL: usize = 8;
+const SUMS_IN_FLIGHT: usize = 8;
 /// The row counts compiled: a problem takes the smallest that holds its `m`.
 pub(crate) const ROWS: [usize; 4] = [4, 8, 16, 32];
 
+/// One slice of `k`'s partial sums for 256 columns of every row (cube `(x, y, z)`: column block,
+/// slice, batch) into `partials`, `[slices, batch * m, n]`.
 #[cube(launch_unchecked, address_type = "dynamic")]
 pub(crate) fn few_rows_partials<F: Float>(
     lhs: &Tensor<F>,
@@ -165,18 +167,18 @@ fn few_rows_finish<F: Float>(
     if col < n {
         // In slice order, so the sum is the same whatever the batching of its loads.
         let mut sum = 0.0f32;
-        let mut part = Array::<f32>::new(FINISH_UNROLL);
+        let mut part = Array::<f32>::new(SUMS_IN_FLIGHT);
         let mut s = 0;
-        while s + FINISH_UNROLL <= slices {
+        while s + SUMS_IN_FLIGHT <= slices {
             #[unroll]
-            for i in 0..FINISH_UNROLL {
+            for i in 0..SUMS_IN_FLIGHT {
                 part[i] = partials[(s + i) * total + index];
             }
             #[unroll]
-            for i in 0..FINISH_UNROLL {
+            for i in 0..SUMS_IN_FLIGHT {
                 sum += part[i];
             }
-            s += FINISH_UNROLL;
+            s += SUMS_IN_FLIGHT;
         }
         while s < slices {
             sum += partials[s * total + index];
