@@ -353,15 +353,13 @@ fn run(
     let poison = problem.precision.encode(&vec![f64::NAN; b * m * n]);
     let out = client.create_from_slice(&poison);
     let operands = problem.operands(&out);
-    let mask_shape = fmar_kernel::mask_shape(&[b, m, n]);
-    let mask_words = mask_shape.iter().product::<usize>();
-    let mask_buffer = client.empty(mask_words * 4);
-    let mask = binding(
-        &mask_buffer,
-        &mask_shape,
-        &[m * mask_shape[2], mask_shape[2], 1],
-    );
-    let mask = options.mask.then_some(&mask);
+    // Under `--mask`, one mask buffer (`[b, m, ceil(n / 32)]` words) that every launch rewrites.
+    let mask = options.mask.then(|| {
+        let shape = fmar_kernel::mask_shape(&[b, m, n]);
+        let buffer = client.empty(shape.iter().product::<usize>() * 4);
+        binding(&buffer, &shape, &[m * shape[2], shape[2], 1])
+    });
+    let mask = mask.as_ref();
     let first = Instant::now();
     if let Err(error) = launch(client, operands.clone(), dtype, variant, mask) {
         println!("RESULT {label} - - - UNAVAILABLE ({error})");

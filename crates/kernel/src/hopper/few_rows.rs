@@ -106,28 +106,14 @@ pub(crate) fn few_rows_partials<F: Float>(
             #[unroll]
             for u in 0..unroll {
                 let at = (kk - k0 + u) * comptime![rows / 4];
-                #[unroll]
-                for g in 0..comptime![rows / 4] {
-                    let x = tile[at + g];
-                    #[unroll]
-                    for e in 0..4usize {
-                        acc[comptime![4 * g + e]] += x.extract(e) * w[u];
-                    }
-                }
+                add_weight_row(&mut acc, &tile, at, w[u], rows);
             }
             kk += unroll;
         }
         while kk < k_end {
             let weight = f32::cast_from(rhs[column + kk * rhs_sk]);
             let at = (kk - k0) * comptime![rows / 4];
-            #[unroll]
-            for g in 0..comptime![rows / 4] {
-                let x = tile[at + g];
-                #[unroll]
-                for e in 0..4usize {
-                    acc[comptime![4 * g + e]] += x.extract(e) * weight;
-                }
-            }
+            add_weight_row(&mut acc, &tile, at, weight, rows);
             kk += 1;
         }
         let out_rows = partials.shape(1);
@@ -136,6 +122,26 @@ pub(crate) fn few_rows_partials<F: Float>(
             if r < m {
                 partials[(slice * out_rows + batch * m + r) * n + col] = acc[r];
             }
+        }
+    }
+}
+
+/// `acc[r] += lhs[r] * weight` for each of the `rows` rows of one `k` of the `lhs` tile, which
+/// start at vector `at` (four rows a vector).
+#[cube]
+fn add_weight_row(
+    acc: &mut Array<f32>,
+    tile: &[Vector<f32, Const<4>>],
+    at: usize,
+    weight: f32,
+    #[comptime] rows: usize,
+) {
+    #[unroll]
+    for g in 0..comptime![rows / 4] {
+        let x = tile[at + g];
+        #[unroll]
+        for e in 0..4usize {
+            acc[comptime![4 * g + e]] += x.extract(e) * weight;
         }
     }
 }

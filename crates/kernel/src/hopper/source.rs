@@ -54,6 +54,14 @@ fn hopper_properties() -> Arc<DeviceProperties> {
     Arc::new(properties)
 }
 
+/// The compilation argument of a plain tensor argument (no in-place reuse).
+fn tensor_arg() -> TensorCompilationArg {
+    TensorCompilationArg {
+        meta: TensorMetaCompilationArg { len: (), rank: () },
+        buffer: BufferCompilationArg { inplace: None },
+    }
+}
+
 /// The CUDA C++ of the kernel compiled for `config`.
 fn source(config: KernelConfig) -> String {
     let dtype = config.operand.elem_type();
@@ -62,10 +70,6 @@ fn source(config: KernelConfig) -> String {
         ExecutionMode::Unchecked,
         AddressType::U32,
     );
-    let tensor = || TensorCompilationArg {
-        meta: TensorMetaCompilationArg { len: (), rank: () },
-        buffer: BufferCompilationArg { inplace: None },
-    };
     // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`
     // and `batches` have none), the accumulator's size, and the compile-time arguments.
     macro_rules! define {
@@ -76,9 +80,9 @@ fn source(config: KernelConfig) -> String {
                 Arc::new(Default::default()),
                 (),
                 (),
-                tensor(),
+                tensor_arg(),
                 Default::default(),
-                tensor(),
+                tensor_arg(),
                 (),
                 (),
                 (),
@@ -288,17 +292,13 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
             ExecutionMode::Unchecked,
             AddressType::U32,
         );
-        let tensor = || TensorCompilationArg {
-            meta: TensorMetaCompilationArg { len: (), rank: () },
-            buffer: BufferCompilationArg { inplace: None },
-        };
         let definition = FewRowsPartials::new(
             settings,
             hopper_properties(),
             Arc::new(Default::default()),
-            tensor(),
-            tensor(),
-            tensor(),
+            tensor_arg(),
+            tensor_arg(),
+            tensor_arg(),
             rows,
             Operand::Tf32.elem_type(),
         )
