@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p fmar-kernel --features cuda --example hopper_bench -- \
 //!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--lhs k,m] [--rhs n,k]
-//!     [--outputs 1] [--mask] [SHAPE ...]
+//!     [--outputs 1] [--mask] [--probe] [SHAPE ...]
 //! ```
 //!
 //! Each `SHAPE` is `b,m,k,n` (default: 1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192).
@@ -18,6 +18,12 @@
 //! the tracked forward (`launch_keeping_mask`, which also writes the ReLU mask the backward
 //! reads), with the crate's own choice of variant (or `FMAR_FORCE_VARIANT`'s); the check
 //! covers the output.
+//! Under `--probe` the operands are not random but say where each output came from: row `i` of
+//! `lhs` is one at `k` index `i % k` and zero elsewhere, `rhs[l][j] = l n + j` and the bias is
+//! zero, so output `(i, j)` must be `(i % k) n + j`, exact in every dtype while `k n <= 256`
+//! (half precision) or `2048` (f32 through TF32). Every output is checked, and a wrong one is
+//! printed with the `(l, j)` of `rhs` its value names: the layout a kernel got wrong, read
+//! from one run.
 //! Prints one line per run: `RESULT dtype shape lhs rhs variant ms TFLOP/s max_rel_err status`.
 
 use cubecl::client::Client;
@@ -40,6 +46,8 @@ struct Options {
     outputs: usize,
     /// Whether every launch is the tracked forward, which writes the ReLU mask too.
     mask: bool,
+    /// Whether the operands are the layout probe's instead of random.
+    probe: bool,
     shapes: Vec<[usize; 4]>,
 }
 
@@ -52,6 +60,7 @@ fn parse() -> Options {
         reps: 50,
         outputs: 1,
         mask: false,
+        probe: false,
         shapes: vec![],
     };
     let mut args = std::env::args().skip(1);
@@ -99,6 +108,7 @@ fn parse() -> Options {
             "--reps" => options.reps = value().parse().expect("--reps N"),
             "--outputs" => options.outputs = value().parse().expect("--outputs N"),
             "--mask" => options.mask = true,
+            "--probe" => options.probe = true,
             shape => {
                 let dims: Vec<usize> = shape
                     .split(',')
@@ -143,6 +153,8 @@ struct Problem {
     precision: Precision,
     lhs_m_major: bool,
     rhs_k_major: bool,
+    /// The layout probe's operands (`--probe`).
+    probe: bool,
     lhs: Vec<f64>,
     rhs: Vec<f64>, // logical [k, n]
     bias: Vec<f64>,
@@ -156,12 +168,25 @@ impl Problem {
         precision: Precision,
         lhs_m_major: bool,
         rhs_k_major: bool,
+        probe: bool,
         rng: &mut Rng,
     ) -> Self {
         let [b, m, k, n] = shape;
-        let lhs = rng.values(b * m * k, -1.0, 1.0, precision);
-        let rhs = rng.values(k * n, -1.0, 1.0, precision);
-        let bias = rng.values(n, -1.0, 1.0, precision);
+        let (lhs, rhs, bias) = if probe {
+            (
+                (0..b * m * k)
+                    .map(|at| f64::from(u8::from(at % k == (at / k % m) % k)))
+                    .collect(),
+                (0..k * n).map(|at| at as f64).collect(),
+                vec![0.0; n],
+            )
+        } else {
+            (
+                rng.values(b * m * k, -1.0, 1.0, precision),
+                rng.values(k * n, -1.0, 1.0, precision),
+                rng.values(n, -1.0, 1.0, precision),
+            )
+        };
         let stored_rhs: Vec<f64> = if rhs_k_major {
             (0..n * k).map(|i| rhs[(i % k) * n + i / k]).collect()
         } else {
@@ -188,6 +213,7 @@ impl Problem {
             precision,
             lhs_m_major,
             rhs_k_major,
+            probe,
             lhs,
             rhs,
             bias,
@@ -228,6 +254,9 @@ impl Problem {
             .precision
             .decode(&client.read_one(out).map_err(|e| format!("{e:?}"))?);
         let unwritten = got.iter().filter(|v| v.is_nan()).count();
+        if self.probe {
+            return self.check_probe(&got);
+        }
         if unwritten > 0 {
             return Err(format!("{unwritten} outputs unwritten (NaN)"));
         }
@@ -267,6 +296,43 @@ impl Problem {
         }
         Ok(worst)
     }
+
+    /// Under `--probe`: every output against `(i % k) n + j`, and the first wrong ones with the
+    /// `rhs` element `(l, j)` their values name (or the value, where it names none: a sum of
+    /// several, or unwritten).
+    fn check_probe(&self, got: &[f64]) -> Result<f64, String> {
+        let [b, m, k, n] = self.shape;
+        let mut wrong = Vec::new();
+        for (at, &value) in got.iter().enumerate().take(b * m * n) {
+            let (i, j) = (at / n % m, at % n);
+            if value != ((i % k) * n + j) as f64 {
+                wrong.push((at / (m * n), i, j, value));
+            }
+        }
+        if wrong.is_empty() {
+            return Ok(0.0);
+        }
+        let names = |v: f64| {
+            if v.fract() == 0.0 && (0.0..(k * n) as f64).contains(&v) {
+                let v = v as usize;
+                format!("rhs({}, {})", v / n, v % n)
+            } else {
+                format!("{v}")
+            }
+        };
+        for &(batch, i, j, value) in wrong.iter().take(48) {
+            println!(
+                "PROBE out({batch}, {i}, {j}) = {} where rhs({}, {j}) was due",
+                names(value),
+                i % k
+            );
+        }
+        Err(format!(
+            "{} of {} outputs misplaced",
+            wrong.len(),
+            b * m * n
+        ))
+    }
 }
 
 fn main() {
@@ -291,6 +357,7 @@ fn main() {
                         precision,
                         lhs_layout == 'm',
                         rhs_layout == 'k',
+                        options.probe,
                         &mut rng,
                     );
                     for &variant in &options.variants {

@@ -5,6 +5,10 @@
 use fmar_kernel as kernel; // the contract harness reaches the crate under test as `crate::kernel`
 
 mod contract;
+mod hopper_support;
+use hopper_support::{
+    FewRowProblem, check_few_row_f32, expect_hopper_unavailable, hopper_operands,
+};
 
 use fmar_tests::{
     Precision, Problem, Rng, Tolerance, assert_close, should_run, worst_relative_error,
@@ -216,50 +220,25 @@ fn hopper_runs_exactly_where_the_device_has_it() {
     }
 }
 
-/// f32 at up to 32 rows with an N-major `rhs` runs on the Hopper variant (its few-row kernels,
-/// exact f32 FMAs) whatever the strides: rows of 1001, 2055 and 517 elements are not 16-byte
-/// multiples, which the TMA engine needs, and yet the Hopper variant takes them, `lhs` K- and
-/// M-major, batched and broadcast, and matches the f64 reference at f32's own tolerance (no
-/// TF32 rounding). Elsewhere it reports itself unavailable.
+/// f32 at up to 128 rows with an N-major `rhs` runs on the Hopper variant (up to 8 rows f32
+/// FMAs; from 9, the transposed product through TF32 MMAs, the weight the MMA's register
+/// operand; with TF32 disallowed, at up to 32 rows, f32 FMAs) whatever the strides: rows of
+/// 1001, 2055 and 517 elements are not 16-byte multiples, which the TMA engine needs, and yet
+/// the Hopper variant takes them, `lhs` K- and M-major, batched and broadcast, at 1 to 128 rows
+/// (every row count the swapped kernels are compiled for, ragged), and matches the f64
+/// reference. Elsewhere it reports itself unavailable.
 #[test]
 fn few_row_f32_runs_on_hopper_whatever_its_strides() {
-    use contract::{client, download, elem_type};
-    let client = client();
-    let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
-    // Shapes of lhs, rhs and bias; whether lhs is stored M-major.
-    type FewRowProblem = (&'static [usize], &'static [usize], &'static [usize], bool);
     let problems: &[FewRowProblem] = &[
         (&[1, 7, 1001], &[1, 1001, 2055], &[2055], false),
         (&[3, 16, 517], &[1, 517, 1030], &[3, 16, 1030], true),
         (&[2, 1, 4097], &[2, 4097, 99], &[1, 99], false),
         (&[2, 29, 517], &[1, 517, 1030], &[1030], true),
+        (&[1, 61, 300], &[1, 300, 70], &[70], false),
+        (&[2, 128, 1001], &[1, 1001, 258], &[2, 128, 258], true),
+        (&[1, 100, 4096], &[1, 4096, 130], &[130], false),
     ];
-    for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major) in problems {
-        let mut rng = Rng::fresh();
-        let precision = Precision::F32;
-        let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
-        let (operands, out) = hopper_operands(&client, &problem, precision, lhs_m_major, false);
-        let result = kernel::launch_variant(
-            &client,
-            operands,
-            elem_type(precision),
-            kernel::Variant::Hopper,
-        );
-        if !hopper_device {
-            expect_hopper_unavailable(result);
-            return;
-        }
-        result.expect("the few-row kernels take any strides");
-        let got = download(&client, out, precision);
-        assert_close(
-            &format!("few rows lhs {lhs_shape:?} (M-major: {lhs_m_major}) rhs {rhs_shape:?}"),
-            &got,
-            &problem.output.data,
-            Tolerance::for_precision(precision),
-            problem.forward_scale(),
-            rng.seed(),
-        );
-    }
+    check_few_row_f32(problems, contract::tolerance(Precision::F32));
 }
 
 /// The plain product `lhs @ rhs` ([`kernel::launch_product`]) runs on the Hopper kernel where
@@ -330,51 +309,6 @@ fn hopper_product_runs_exactly_where_the_device_has_it() {
     }
 }
 
-/// `problem`'s operands on the device as the Hopper tests store them (`lhs` M-major and `rhs`
-/// K-major when asked: stored transposed and read through swapped strides, else row-major),
-/// expanded to the output's batch, and the output's buffer (NaN-filled).
-fn hopper_operands(
-    client: &cubecl::client::Client,
-    problem: &Problem,
-    precision: Precision,
-    lhs_m_major: bool,
-    rhs_k_major: bool,
-) -> (kernel::Operands, cubecl::server::Handle) {
-    use contract::{binding, broadcast_binding, upload};
-    let out_shape = problem.output.shape.clone();
-    let rank = out_shape.len();
-    let stored = |host: &fmar_tests::HostTensor, transposed: bool| {
-        if !transposed {
-            return upload(client, host, precision);
-        }
-        let (handle, mut strides) =
-            upload(client, &fmar_tests::layout::transposed(host), precision);
-        let r = strides.len();
-        strides.swap(r - 2, r - 1);
-        (handle, strides)
-    };
-    let (lhs, lhs_strides) = stored(&problem.lhs, lhs_m_major);
-    let (rhs, rhs_strides) = stored(&problem.rhs, rhs_k_major);
-    let (bias, bias_strides) = upload(client, &problem.bias, precision);
-    let out_len: usize = out_shape.iter().product();
-    let out = client.create_from_slice(&precision.encode(&vec![f64::NAN; out_len]));
-    let out_strides = fmar_tests::layout::contiguous_strides(&out_shape);
-    let with_tail = |rows: usize, cols: usize| {
-        let mut target = out_shape.clone();
-        target[rank - 2] = rows;
-        target[rank - 1] = cols;
-        target
-    };
-    let (m, k, n) = (out_shape[rank - 2], problem.k(), out_shape[rank - 1]);
-    let operands = kernel::Operands {
-        lhs: broadcast_binding(&lhs, &problem.lhs.shape, &lhs_strides, &with_tail(m, k)),
-        rhs: broadcast_binding(&rhs, &problem.rhs.shape, &rhs_strides, &with_tail(k, n)),
-        bias: broadcast_binding(&bias, &problem.bias.shape, &bias_strides, &out_shape),
-        out: binding(&out, &out_shape, &out_strides),
-    };
-    (operands, out)
-}
-
 /// The dtypes the Hopper tests run: both half precisions and f32 (through TF32) on a Hopper
 /// device; elsewhere f16 alone (the decline is the same for all), where the device runs it.
 fn hopper_precisions(hopper_device: bool) -> Vec<Precision> {
@@ -388,17 +322,6 @@ fn hopper_precisions(hopper_device: bool) -> Vec<Precision> {
         .copied()
         .filter(|&precision| should_run(precision, contract::supports(precision)))
         .collect()
-}
-
-/// Off Hopper, the Hopper kernel declines with a reason.
-fn expect_hopper_unavailable(result: Result<(), kernel::LaunchError>) {
-    match result {
-        Err(kernel::LaunchError::Unavailable { variant, reason }) => {
-            assert_eq!(variant, kernel::Variant::Hopper);
-            eprintln!("hopper is unavailable here, as expected: {reason}");
-        }
-        other => panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}"),
-    }
 }
 
 /// Which variants run here, against fixed expectations per kind of device, so that a variant

@@ -16,7 +16,7 @@ use crate::common::{address_type, batch_offset, relu};
 use crate::contract::Dims;
 use crate::hopper::Epilogue;
 use cubecl::client::Client;
-use cubecl::ir::ElemType;
+use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
 
@@ -224,9 +224,7 @@ pub(crate) fn takes(dims: &Dims) -> bool {
     dims.m <= ROWS[ROWS.len() - 1] && dims.batch <= max && dims.k.div_ceil(SLICE_K) <= max
 }
 
-/// Runs the few-row path: partial sums per slice of `k`, then their sum, finished as
-/// `epilogue` says (`mask`: the mask's binding under [`Epilogue::BiasReluMask`], else any
-/// binding, never touched).
+/// Runs the few-row path: partial sums per slice of `k`, then their sum ([`split_k`]).
 pub(crate) fn launch(
     client: &Client,
     ops: Operands,
@@ -241,6 +239,55 @@ pub(crate) fn launch(
         .find(|&rows| dims.m <= rows)
         .expect("the caller checked `takes`");
     let slices = dims.k.div_ceil(SLICE_K);
+    split_k(
+        client,
+        ops,
+        dtype,
+        dims,
+        epilogue,
+        mask,
+        slices,
+        |lhs, rhs, partials, address_type| {
+            // SAFETY: the contract check bounded every operand by its buffer; the partials kernel
+            // reads `lhs` and `rhs` only inside their shapes and writes each partial sum once,
+            // inside the buffer it was given.
+            unsafe {
+                few_rows_partials::launch_unchecked(
+                    client,
+                    CubeCount::Static(
+                        dims.n.div_ceil(UNITS) as u32,
+                        slices as u32,
+                        dims.batch as u32,
+                    ),
+                    CubeDim::new_1d(UNITS as u32),
+                    address_type,
+                    lhs.into_tensor_arg(),
+                    rhs.into_tensor_arg(),
+                    partials.into_tensor_arg(),
+                    rows,
+                    dtype,
+                );
+            }
+        },
+    );
+}
+
+/// Split-K in two launches: `partials_kernel` writes each of `slices` slices of `k`'s sums of
+/// `lhs @ rhs` into the partial sums it is given (`[slices, batch * m, n]` f32, a fresh buffer;
+/// with the address type every kernel here needs), then the second kernel adds them, finished
+/// as `epilogue` says (`mask`: the mask's binding under [`Epilogue::BiasReluMask`], else any
+/// binding, never touched).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn split_k(
+    client: &Client,
+    ops: Operands,
+    dtype: ElemType,
+    dims: Dims,
+    epilogue: Epilogue,
+    mask: TensorBinding,
+    slices: usize,
+    partials_kernel: impl FnOnce(TensorBinding, TensorBinding, TensorBinding, AddressType),
+) {
     let out_rows = dims.batch * dims.m;
     let partials_len = slices * out_rows * dims.n;
     let partials = TensorBinding {
@@ -250,26 +297,38 @@ pub(crate) fn launch(
         tiling: Tiling::default(),
     };
     let address_type = address_type(&ops, dtype, partials_len);
-    // SAFETY: the contract check bounded every operand by its buffer; the partials kernel reads
-    // `lhs` and `rhs` only inside their shapes and writes each partial sum once, inside the
-    // buffer it was given; the second kernel reads those and writes the dense output and, under
-    // the mask epilogue, each of the mask's words once (the caller checked its layout).
+    partials_kernel(ops.lhs, ops.rhs, partials.clone(), address_type);
+    finish(
+        client,
+        partials,
+        ops.bias,
+        ops.out,
+        mask,
+        epilogue,
+        dtype,
+        dims,
+        address_type,
+    );
+}
+
+/// The second kernel: adds `partials`' slices (`[slices, batch * m, n]`) into `out`, finished
+/// as `epilogue` says, with the ReLU mask into `mask` under [`Epilogue::BiasReluMask`].
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    client: &Client,
+    partials: TensorBinding,
+    bias: TensorBinding,
+    out: TensorBinding,
+    mask: TensorBinding,
+    epilogue: Epilogue,
+    dtype: ElemType,
+    dims: Dims,
+    address_type: AddressType,
+) {
+    // SAFETY: `partials` holds every slice's sums of the output's rows; the kernel reads those
+    // and the bias inside their shapes, and writes the dense output and, under the mask
+    // epilogue, each of the mask's words once (the caller checked its layout).
     unsafe {
-        few_rows_partials::launch_unchecked(
-            client,
-            CubeCount::Static(
-                dims.n.div_ceil(UNITS) as u32,
-                slices as u32,
-                dims.batch as u32,
-            ),
-            CubeDim::new_1d(UNITS as u32),
-            address_type,
-            ops.lhs.into_tensor_arg(),
-            ops.rhs.into_tensor_arg(),
-            partials.clone().into_tensor_arg(),
-            rows,
-            dtype,
-        );
         few_rows_finish::launch_unchecked(
             client,
             CubeCount::Static(
@@ -280,8 +339,8 @@ pub(crate) fn launch(
             CubeDim::new_1d(UNITS as u32),
             address_type,
             partials.into_tensor_arg(),
-            ops.bias.into_tensor_arg(),
-            ops.out.into_tensor_arg(),
+            bias.into_tensor_arg(),
+            out.into_tensor_arg(),
             mask.into_tensor_arg(),
             epilogue,
             dtype,

@@ -10,7 +10,8 @@
 //! | `tma` | the TMA engine's tiled loads and stores, through inline PTX |
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
-//! | `few_rows` | f32 at up to 32 rows with an N-major `rhs`: split-K with f32 FMAs, no copy |
+//! | `few_rows` | f32 at up to 8 rows (32 without TF32) with an N-major `rhs`: split-K with f32 FMAs, no copy; split-K's second kernel, which adds the slices and applies the epilogue |
+//! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
 //! the backward's gradient products use through [`launch_product`](crate::launch_product).
@@ -19,9 +20,10 @@
 //! `sm_90a` target has) through cubecl's CUDA C++ compiler, for `f16` and `bf16` operands
 //! whose strides the TMA engine can follow, and for `f32` operands rounded to TF32 where cubek's
 //! matmul configuration allows it (`allow_tf32`, its default, as for Burn's own f32 matmuls).
-//! At up to 32 rows with an N-major `rhs`, `f32` runs on `few_rows` instead, exact, whatever
-//! the strides and `allow_tf32`. Anywhere else it reports itself unavailable, and the launch
-//! runs another variant.
+//! With an N-major `rhs`, `f32` runs on `swapped` instead at 9 to 128 rows where TF32 is
+//! allowed, and on `few_rows` (exact) at up to 8 rows, or 32 where TF32 is not allowed,
+//! whatever the strides.
+//! Anywhere else it reports itself unavailable, and the launch runs another variant.
 
 mod cluster;
 mod few_rows;
@@ -30,6 +32,7 @@ mod mbarrier;
 pub(crate) mod plan;
 #[cfg(all(test, feature = "cuda"))]
 mod source;
+mod swapped;
 mod tma;
 mod transpose;
 mod wgmma;
@@ -100,16 +103,21 @@ pub(crate) fn launch(
         shape: [1].into(),
         tiling: Tiling::default(),
     });
-    // At few rows an N-major f32 weight is read as it is, with f32 FMAs: its K-major copy for
-    // TF32 MMAs would cost more than the product. The sums are exact f32 (TF32's permission is
-    // not needed) and nothing goes through the TMA engine, so any strides do.
+    // At few rows an N-major f32 weight is read as it is: its K-major copy for TF32 MMAs would
+    // cost more than the product. From 9 rows, where TF32 is allowed, the product is computed
+    // transposed so that the weight is the MMA's `A`, read into registers from any layout; at
+    // up to 8 rows (32 where TF32 is not allowed), with f32 FMAs (exact f32), which were faster
+    // there. Neither goes through the TMA engine, so any strides do.
     let rank = ops.rhs.strides.len();
-    if dtype == ElemType::Float(FloatKind::F32)
-        && ops.rhs.strides[rank - 1] == 1
-        && few_rows::takes(&dims)
-    {
-        few_rows::launch(client, ops, dtype, dims, epilogue, mask_arg);
-        return Ok(());
+    if dtype == ElemType::Float(FloatKind::F32) && ops.rhs.strides[rank - 1] == 1 {
+        if cubek_std::config::MatmulConfig::get().allow_tf32 && swapped::takes(&dims) {
+            swapped::launch(client, ops, dtype, dims, epilogue, mask_arg);
+            return Ok(());
+        }
+        if few_rows::takes(&dims) {
+            few_rows::launch(client, ops, dtype, dims, epilogue, mask_arg);
+            return Ok(());
+        }
     }
     let operand = match dtype {
         ElemType::Float(FloatKind::BF16) => Operand::Bf16,
@@ -154,11 +162,7 @@ pub(crate) fn launch(
         plan.rhs_major = RhsMajor::K;
     }
 
-    let processors = client
-        .properties()
-        .hardware
-        .num_streaming_multiprocessors
-        .unwrap_or(1) as usize;
+    let processors = processors(client);
     let Schedule { tile, splits } = Schedule::choose(
         processors,
         dims.batch,
@@ -250,6 +254,15 @@ pub(crate) fn launch(
         );
     }
     Ok(())
+}
+
+/// The device's multiprocessors, which the schedules spread work over.
+fn processors(client: &Client) -> usize {
+    client
+        .properties()
+        .hardware
+        .num_streaming_multiprocessors
+        .unwrap_or(1) as usize
 }
 
 /// A 128-byte-swizzled tensor map over `binding`'s buffer, laid out as `layout` says, that

@@ -8,6 +8,7 @@ use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
 use super::kernel::{Epilogue, KernelConfig};
 use super::plan::{Schedule, TileShape};
+use super::swapped::swapped_partials::SwappedPartials;
 use super::wgmma::Operand;
 use cubecl::Compiler;
 use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
@@ -312,5 +313,59 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
             source.contains("float_4"),
             "few rows {rows}: no vector tile"
         );
+    }
+}
+
+/// The swapped kernel's partial sums, for each row count and way of copying: four TF32 MMAs a
+/// stage with `A` in registers, fed by a shared-memory ring that `cp.async` fills (written
+/// through the generic proxy, so fenced for the async one).
+#[test]
+fn swapped_kernels_compile_to_cuda_with_register_a_mmas() {
+    let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
+    let copies = [(true, true), (false, false)];
+    for (rows, (pairs, pieces)) in super::swapped::ROWS
+        .into_iter()
+        .flat_map(|rows| copies.map(|copy| (rows, copy)))
+    {
+        let warpgroups = super::swapped::warpgroups(rows);
+        let settings = KernelSettings::new(
+            *CubeDim::new_1d(128 * warpgroups as u32),
+            ExecutionMode::Unchecked,
+            AddressType::U32,
+        );
+        let definition = SwappedPartials::new(
+            settings,
+            hopper_properties(),
+            Arc::new(Default::default()),
+            tensor_arg(),
+            tensor_arg(),
+            tensor_arg(),
+            (),
+            rows / 2,
+            rows,
+            warpgroups,
+            pairs,
+            pieces,
+        )
+        .define();
+        let name = format!(
+            "swapped_{rows}{}",
+            if pairs { "_vector" } else { "_scalar" }
+        );
+        let source = compile(definition, &name);
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(format!("{dir}/{name}.cu"), &source).unwrap();
+        }
+        let (a_copy, b_copy) = if pairs { (8, 16) } else { (4, 4) };
+        for needle in [
+            format!("wgmma.mma_async.sync.aligned.m64n{rows}k8.f32.tf32.tf32"),
+            "fence.proxy.async.shared::cta".to_string(),
+            format!("cp.async.ca.shared.global [%0], [%1], {a_copy}, %2;"),
+            format!("cp.async.ca.shared.global [%0], [%1], {b_copy}, %2;"),
+            "cp.async.wait_group 2;".to_string(),
+        ] {
+            assert!(source.contains(&needle), "{name}: no `{needle}`");
+        }
     }
 }

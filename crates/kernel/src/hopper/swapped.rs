@@ -1,0 +1,584 @@
+//! f32 at 9 to 128 rows with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`) through TF32
+//! MMAs, without a K-major copy of the weight: the product is computed transposed,
+//! `outᵀ = rhsᵀ · lhsᵀ`. The weight becomes the MMA's 64-row `A` operand, which the MMA reads
+//! from registers (an `A` in registers may come from any layout, where TF32's shared-memory
+//! operands must be K-major), and `lhs`'s rows, padded to a multiple of 8, become `B`, which a
+//! K-major `lhs` already is. Both go through a ring of shared-memory stages, 32 `k` each, that
+//! every unit fills with `cp.async`: its own `A` fragments, laid out so that it reads them back
+//! with four 16-byte loads, and its share of `lhs`'s rows, stored with the 128-byte swizzle the
+//! MMA reads `B` with. The copies hold no registers, so the bytes in flight from memory (three
+//! stages a cube) do not compete with the accumulators. Split-K over cubes as in
+//! [`few_rows`](super::few_rows), whose second kernel adds the slices and applies the epilogue.
+//! At few rows the weight's bytes set the time; the MMAs make the arithmetic free up to 128
+//! rows, where f32 FMAs would not keep up with the memory past a few dozen.
+
+use crate::Operands;
+use crate::common::batch_offset;
+use crate::contract::Dims;
+use crate::hopper::Epilogue;
+use crate::hopper::few_rows::split_k;
+use crate::hopper::mbarrier::fence_proxy_async;
+use crate::hopper::processors;
+use crate::hopper::wgmma::{by_value, descriptor, shared_address};
+use cubecl::client::Client;
+use cubecl::ir::ElemType;
+use cubecl::prelude::*;
+
+/// Output columns per warpgroup: the MMA's `m`.
+const COLUMNS: usize = 64;
+/// Warpgroups per cube at `rows` rows: they share the cube's stages of `lhs`, so that more
+/// columns a cube read `lhs` fewer times (every column block reads all of it from L2), which
+/// weighs most at many rows.
+pub(crate) const fn warpgroups(rows: usize) -> usize {
+    if rows >= 64 { 2 } else { 1 }
+}
+/// `k` per stage of `lhs` in shared memory: one 128-byte swizzle line of f32, four `k8` MMAs.
+const CHUNK_K: usize = 32;
+/// The row counts compiled (the MMA's `n`): a problem takes the smallest that holds its `m`.
+pub(crate) const ROWS: [usize; 4] = [16, 32, 64, 128];
+/// The fewest rows the swapped path takes ([`takes`]).
+pub(crate) const FEWEST_ROWS: usize = 9;
+/// Cubes a multiprocessor is given work for, which sets how finely `k` is split.
+const CUBES_PER_PROCESSOR: usize = 4;
+
+/// The PTX of one stage: four `m64nNk8` TF32 MMAs with `A` in registers, then commit and wait.
+/// Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in), `A` =
+/// `%2R..%2R+15` (four registers a step), the `B` descriptor `%2R+16`, with `R = n / 2`.
+pub(crate) fn mma_a_in_registers_ptx(n: usize) -> String {
+    let r = n / 2;
+    let (a, db) = (2 * r, 2 * r + 16);
+    let d = (0..r)
+        .map(|i| format!("%{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut s = String::from(
+        "{\n.reg .b64 fmar_db;\n.reg .b32 fmar_one;\n.reg .b32 fmar_a<16>;\n\
+         .reg .pred fmar_acc;\nmov.b32 fmar_one, 1;\nsetp.ne.b32 fmar_acc, fmar_one, 0;\n",
+    );
+    for i in 0..r {
+        s.push_str(&format!("mov.f32 %{i}, %{};\n", r + i));
+    }
+    // The MMA's `A` registers are untyped 32-bit words holding the f32 bits (TF32 ignores the
+    // low 13 bits of the mantissa).
+    for i in 0..16 {
+        s.push_str(&format!("mov.b32 fmar_a{i}, %{};\n", a + i));
+    }
+    s.push_str("wgmma.fence.sync.aligned;\n");
+    s.push_str(&format!("mov.b64 fmar_db, %{db};\n"));
+    for step in 0..4 {
+        if step > 0 {
+            // 32 bytes further along `k` in the 128-byte line (descriptor units of 16 bytes).
+            s.push_str("add.s64 fmar_db, fmar_db, 2;\n");
+        }
+        let regs = (0..4)
+            .map(|j| format!("fmar_a{}", 4 * step + j))
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.push_str(&format!(
+            "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{d}}}, {{{regs}}}, fmar_db, \
+             fmar_acc, 1, 1;\n"
+        ));
+    }
+    s.push_str("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+    s
+}
+
+/// One stage's MMAs into `acc` (the `R = N / 2` f32 registers a unit holds of the warpgroup's
+/// `64 x N` result): `a` holds this unit's `A` fragments of the stage's four `k8` steps.
+#[cube]
+fn mma_stage_a_in_registers<R: Size>(
+    acc: Vector<f32, R>,
+    a: Vector<f32, Const<16>>,
+    desc_b: u64,
+    #[comptime] n: usize,
+) -> Vector<f32, R> {
+    let body = comptime![mma_a_in_registers_ptx(n)];
+    let c = by_value::<Vector<f32, R>>(acc);
+    let a = by_value::<Vector<f32, Const<16>>>(a);
+    let db = by_value::<u64>(desc_b);
+    let out: Vector<f32, R>;
+    // cubecl refuses an operand the text never names: the comment names them all once.
+    gpu_asm!(
+        "// fmar wgmma: d={d} c={c} a={a} b={db}\n{body}",
+        d = out(_) out,
+        c = in(_) c,
+        a = in(_) a,
+        db = in(_) db,
+    );
+    out
+}
+
+/// Stages of the shared-memory ring: copies for `STAGES - 1` stages are in flight while one is
+/// computed, so that the bytes a multiprocessor has in flight from memory are not bounded by the
+/// registers a unit can hold.
+const STAGES: usize = 4;
+
+/// The global-window address of a global tensor's buffer (`cvta.to.global`), for `cp.async`.
+#[cube]
+fn global_address(buffer: &[f32]) -> u64 {
+    let pointer = buffer.as_ptr();
+    let address: u64;
+    gpu_asm!(
+        "cvta.to.global.u64 {a}, {p};",
+        a = out(_) address,
+        p = in(_) pointer,
+        options(pure, nomem),
+    );
+    address
+}
+
+/// Copies `BYTES` (4, 8 or 16) from global address `source` to shared address `destination`
+/// without the unit's registers (`cp.async`), of which `valid` bytes are read and the rest
+/// zero-filled.
+#[cube]
+fn copy_async(destination: u32, source: u64, valid: u32, #[comptime] bytes: u32) {
+    let size = comptime![bytes.to_string()];
+    gpu_asm!(
+        "cp.async.ca.shared.global [{d}], [{s}], {size}, {v};",
+        d = in(_) destination,
+        s = in(_) source,
+        v = in(_) valid,
+    );
+}
+
+/// Closes this unit's group of copies issued since the last one.
+#[cube]
+fn commit_copies() {
+    gpu_asm!("cp.async.commit_group;");
+}
+
+/// Waits until at most `pending` of this unit's groups of copies are still in flight.
+#[cube]
+fn wait_copies(#[comptime] pending: usize) {
+    let pending = comptime![pending.to_string()];
+    gpu_asm!("cp.async.wait_group {pending};");
+}
+
+/// Where a cube's operands are: global byte addresses of `lhs`'s and `rhs`'s buffers, this
+/// unit's two weight columns (element offsets into `rhs`, batch included) and `lhs`'s batch
+/// offset and strides.
+#[derive(CubeType, Clone, Copy)]
+struct Sources {
+    lhs: u64,
+    rhs: u64,
+    columns: (usize, usize),
+    rhs_sk: usize,
+    lhs_at: usize,
+    lhs_sm: usize,
+    lhs_sk: usize,
+    m: usize,
+    k_end: usize,
+}
+
+/// Issues the copies of the stage at `k0` into ring slot `slot`, then closes the group.
+///
+/// `A`: this unit's 16 fragment values, weight columns `columns` at `k0 + 8 s + quad (+ 4)`, into
+/// 16-byte words `s` of the slot's `[4][units]` array (word `s` of unit `u` at `s units + u`), in
+/// the order the MMA reads them, so that [`read_a`] takes them with four conflict-free 16-byte
+/// loads; under `pairs` the two columns are adjacent and one 8-byte copy moves both.
+/// `B`: `lhs`'s rows at `k0..k0 + 32`, K-major with the 128-byte swizzle (16-byte piece `p` of
+/// row `r` at piece `p ^ (r % 8)`); under `pieces` (`lhs` K-major, rows 16-byte aligned) in
+/// 16-byte copies, else one element a copy. Past `k_end` the copies read nothing and write zero;
+/// rows past `m` copy row `m - 1`, the MMA's columns of output rows never stored.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn issue_stage(
+    src: &Sources,
+    a_ring: u32,
+    b_ring: u32,
+    slot: usize,
+    k0: usize,
+    unit: usize,
+    #[comptime] rows: usize,
+    #[comptime] units: usize,
+    #[comptime] pairs: bool,
+    #[comptime] pieces: bool,
+) {
+    let lane = unit % 32;
+    let quad = lane % 4;
+    #[unroll]
+    for s in 0..4usize {
+        #[unroll]
+        for half in 0..2usize {
+            let kk = k0 + comptime![8 * s + 4 * half] + quad;
+            let valid = kk < src.k_end;
+            let row = select(valid, kk, k0) * src.rhs_sk;
+            let destination = a_ring
+                + (((slot * 4 + comptime![s]) * units + unit) * 16) as u32
+                + comptime![8 * half] as u32;
+            if comptime![pairs] {
+                copy_async(
+                    destination,
+                    src.rhs + u64::cast_from(src.columns.0 + row) * 4,
+                    select(valid, 8u32, 0u32),
+                    8u32,
+                );
+            } else {
+                let bytes = select(valid, 4u32, 0u32);
+                copy_async(
+                    destination,
+                    src.rhs + u64::cast_from(src.columns.0 + row) * 4,
+                    bytes,
+                    4u32,
+                );
+                copy_async(
+                    destination + 4,
+                    src.rhs + u64::cast_from(src.columns.1 + row) * 4,
+                    bytes,
+                    4u32,
+                );
+            }
+        }
+    }
+    let stage = b_ring + (slot * rows * CHUNK_K * 4) as u32;
+    if comptime![pieces] {
+        // `rows` lines of eight 16-byte pieces.
+        #[unroll]
+        for i in 0..comptime![(rows * 8).div_ceil(units)] {
+            let p = unit + comptime![units * i];
+            if p < comptime![rows * 8] {
+                let (r, piece) = (p / 8, p % 8);
+                let kk = k0 + 4 * piece;
+                let valid = kk < src.k_end;
+                // The piece's elements before `k_end`: 0 to 4.
+                let left = select(valid, src.k_end - kk, 0);
+                let bytes = u32::cast_from(select(left > 4, 4, left)) * 4;
+                let row = src.lhs_at + select(r < src.m, r, src.m - 1) * src.lhs_sm;
+                copy_async(
+                    stage + ((r * CHUNK_K + (piece ^ (r % 8)) * 4) * 4) as u32,
+                    src.lhs + u64::cast_from(row + select(valid, kk, k0)) * 4,
+                    bytes,
+                    16u32,
+                );
+            }
+        }
+    } else {
+        // Plane `plane` copies element `lane` of rows `plane + planes i`.
+        let planes = comptime![units / 32];
+        let plane = unit / 32;
+        let kk = k0 + lane;
+        let valid = kk < src.k_end;
+        #[unroll]
+        for i in 0..comptime![rows / (units / 32)] {
+            let r = plane + planes * i;
+            let row = src.lhs_at + select(r < src.m, r, src.m - 1) * src.lhs_sm;
+            copy_async(
+                stage + ((r * CHUNK_K + ((lane / 4) ^ (r % 8)) * 4 + lane % 4) * 4) as u32,
+                src.lhs + u64::cast_from(row + select(valid, kk, k0) * src.lhs_sk) * 4,
+                select(valid, 4u32, 0u32),
+                4u32,
+            );
+        }
+    }
+    commit_copies();
+}
+
+/// This unit's `A` fragments of ring slot `slot`, as [`issue_stage`] placed them.
+#[cube]
+fn read_a(
+    a_words: &[Vector<f32, Const<4>>],
+    slot: usize,
+    unit: usize,
+    #[comptime] units: usize,
+) -> Vector<f32, Const<16>> {
+    let mut a = Vector::<f32, Const<16>>::empty();
+    #[unroll]
+    for s in 0..4usize {
+        let word = a_words[(slot * 4 + comptime![s]) * units + unit];
+        #[unroll]
+        for j in 0..4usize {
+            a.insert(comptime![4 * s + j], word.extract(j));
+        }
+    }
+    a
+}
+
+/// One slice of `k`'s partial sums for `64 warpgroups` columns of every row (cube `(x, y, z)`:
+/// column block, slice, batch) into `partials`, `[slices, batch * m, n]`; each warpgroup takes
+/// 64 columns. The weight's columns are the MMA's rows in pairs: unit `(warp w, lane 4 g + q)`
+/// of a warpgroup holds MMA rows `16 w + g` and `16 w + g + 8`, which here are the adjacent
+/// columns `16 w + 2 g` and `+ 1`. Both operands come through a [`STAGES`]-deep shared ring
+/// filled with `cp.async` ([`issue_stage`]).
+#[cube(launch_unchecked, address_type = "dynamic")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn swapped_partials<R: Size>(
+    lhs: &Tensor<f32>,
+    rhs: &Tensor<f32>,
+    partials: &mut Tensor<f32>,
+    slice_k: u32,
+    #[comptime] rows: usize,
+    #[comptime] warpgroups: usize,
+    #[comptime] pairs: bool,
+    #[comptime] pieces: bool,
+) {
+    let rank = lhs.rank();
+    let m = lhs.shape(rank - 2);
+    let k = lhs.shape(rank - 1);
+    let n = rhs.shape(rank - 1);
+    let unit = UNIT_POS as usize;
+    let plane = unit / 32;
+    let lane = unit % 32;
+    let (group, quad) = (lane / 4, lane % 4);
+    let units = comptime![128 * warpgroups];
+    // Plane `plane` is warp `plane % 4` of warpgroup `plane / 4`.
+    let col = CUBE_POS_X as usize * comptime![COLUMNS * warpgroups] + plane * 16 + 2 * group;
+    let slice = CUBE_POS_Y as usize;
+    let batch = CUBE_POS_Z as usize;
+    let k_first = slice * slice_k as usize;
+    let k_end = select(
+        k_first + slice_k as usize > k,
+        k,
+        k_first + slice_k as usize,
+    );
+    let rhs_at = batch_offset::<f32>(rhs, batch);
+    let rhs_sn = rhs.stride(rank - 1);
+    // This unit's two columns of the weight; past `n`, the last valid ones: they are the MMA's
+    // rows of output columns never stored, and each MMA row touches only its own result row.
+    // Under `pairs` (`n` even), `col` is even and a pair is whole or wholly past `n`.
+    let columns = if comptime![pairs] {
+        let first = rhs_at + select(col < n, col, n - 2);
+        (first, first + 1)
+    } else {
+        (
+            rhs_at + select(col < n, col, n - 1) * rhs_sn,
+            rhs_at + select(col + 1 < n, col + 1, n - 1) * rhs_sn,
+        )
+    };
+    let src = Sources {
+        lhs: global_address(lhs.as_slice()),
+        rhs: global_address(rhs.as_slice()),
+        columns,
+        rhs_sk: rhs.stride(rank - 2),
+        lhs_at: batch_offset::<f32>(lhs, batch),
+        lhs_sm: lhs.stride(rank - 2),
+        lhs_sk: lhs.stride(rank - 1),
+        m,
+        k_end,
+    };
+
+    // The ring: `A`'s words (`[STAGES][4][units]` of 16 bytes) and `B`'s stages (`[STAGES]`
+    // of `[rows][32]` f32, each a whole number of 1024-byte swizzle atoms).
+    let a_words = Shared::<[Vector<f32, Const<4>>]>::new_aligned_slice(
+        comptime![STAGES * 4 * units],
+        16usize,
+    );
+    let b_stages =
+        Shared::<[f32]>::new_aligned_slice(comptime![STAGES * rows * CHUNK_K], 1024usize);
+    let a_ring = shared_address::<Vector<f32, Const<4>>>(&a_words);
+    let b_ring = shared_address::<f32>(&b_stages);
+    let desc = descriptor(b_ring, 16u64, 1024u64);
+    let stage_units = comptime![(rows * CHUNK_K * 4 / 16) as u64];
+
+    let mut acc = Vector::<f32, R>::new(0.0f32);
+    let chunks = (k_end - k_first).div_ceil(CHUNK_K);
+    #[unroll]
+    for t in 0..comptime![STAGES - 1] {
+        if t < chunks {
+            issue_stage(
+                &src,
+                a_ring,
+                b_ring,
+                t,
+                k_first + t * CHUNK_K,
+                unit,
+                rows,
+                units,
+                pairs,
+                pieces,
+            );
+        } else {
+            // An empty group keeps one group per stage, which `wait_copies` counts.
+            commit_copies();
+        }
+    }
+    for c in 0..chunks {
+        // This unit's copies of stage `c` have landed; after the barrier, every unit's have,
+        // and every unit's MMAs of stage `c - 1` are done, so its slot may be refilled.
+        wait_copies(comptime![STAGES - 2]);
+        fence_proxy_async();
+        sync_cube();
+        let next = c + comptime![STAGES - 1];
+        if next < chunks {
+            issue_stage(
+                &src,
+                a_ring,
+                b_ring,
+                next % STAGES,
+                k_first + next * CHUNK_K,
+                unit,
+                rows,
+                units,
+                pairs,
+                pieces,
+            );
+        } else {
+            commit_copies();
+        }
+        let slot = c % STAGES;
+        let a = read_a(&a_words, slot, unit, units);
+        acc =
+            mma_stage_a_in_registers::<R>(acc, a, desc + u64::cast_from(slot) * stage_units, rows);
+    }
+
+    // The result's column `8 j + 2 q (+ 1)` is row `r` of the output; its rows `g` and `g + 8`
+    // are columns `col` and `col + 1`.
+    let out_rows = partials.shape(1);
+    let base = slice * out_rows + batch * m;
+    #[unroll]
+    for j in 0..comptime![rows / 8] {
+        #[unroll]
+        for dr in 0..2usize {
+            let r = 8 * j + 2 * quad + dr;
+            if r < m {
+                let at = (base + r) * n + col;
+                if col < n {
+                    partials[at] = acc.extract(comptime![4 * j + dr]);
+                }
+                if col + 1 < n {
+                    partials[at + 1] = acc.extract(comptime![4 * j + 2 + dr]);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the swapped path takes this problem: 9 to 128 rows (below [`FEWEST_ROWS`]
+/// the f32 FMA kernels of [`few_rows`](super::few_rows) were faster on the H200: 0.0321 against
+/// 0.0335 ms at `1 x 8 x 4096 x 4096`, 0.0254 against 0.0321 at one row), and batches within
+/// the grid's 65,535 along z (`slice_k` keeps the slices within y's).
+pub(crate) fn takes(dims: &Dims) -> bool {
+    (FEWEST_ROWS..=ROWS[ROWS.len() - 1]).contains(&dims.m) && dims.batch <= u16::MAX as usize
+}
+
+/// The row count compiled for `m` rows: the smallest that holds them.
+fn rows_for(m: usize) -> usize {
+    ROWS.into_iter()
+        .find(|&rows| m <= rows)
+        .expect("at most the largest row count")
+}
+
+/// Depth of one slice of `k`: a whole number of stages, `k` split so that every multiprocessor
+/// has about [`CUBES_PER_PROCESSOR`] cubes.
+fn slice_k(dims: &Dims, processors: usize) -> usize {
+    let rows = rows_for(dims.m);
+    let blocks = dims.n.div_ceil(COLUMNS * warpgroups(rows)) * dims.batch;
+    let chunks = dims.k.div_ceil(CHUNK_K);
+    let wanted = (processors * CUBES_PER_PROCESSOR)
+        .div_ceil(blocks)
+        .clamp(1, chunks);
+    // Never more than the grid's y allows.
+    let per_slice = chunks
+        .div_ceil(wanted)
+        .max(chunks.div_ceil(u16::MAX as usize));
+    per_slice * CHUNK_K
+}
+
+/// Whether a unit's two weight columns are one aligned 8-byte copy: `rhs` N-major with an even
+/// `n`, every other stride even and its start 8-byte aligned.
+fn copies_in_pairs(rhs: &TensorBinding, dims: &Dims) -> bool {
+    let strides = &rhs.strides[..];
+    let (last, others) = strides.split_last().expect("a matrix has two dims");
+    *last == 1
+        && dims.n.is_multiple_of(2)
+        && others.iter().all(|s| s.is_multiple_of(2))
+        && rhs.handle.offset_start.unwrap_or(0).is_multiple_of(8)
+}
+
+/// Whether `lhs`'s rows are copied 16 bytes at a time: K-major, every other stride a multiple of
+/// four elements and its start 16-byte aligned.
+fn copies_in_pieces(lhs: &TensorBinding) -> bool {
+    let strides = &lhs.strides[..];
+    let (last, others) = strides.split_last().expect("a matrix has two dims");
+    *last == 1
+        && others.iter().all(|s| s.is_multiple_of(4))
+        && lhs.handle.offset_start.unwrap_or(0).is_multiple_of(16)
+}
+
+/// Runs the swapped path: partial sums per slice of `k`, then their sum ([`split_k`]).
+pub(crate) fn launch(
+    client: &Client,
+    ops: Operands,
+    dtype: ElemType,
+    dims: Dims,
+    epilogue: Epilogue,
+    mask: TensorBinding,
+) {
+    debug_assert!(takes(&dims));
+    let rows = rows_for(dims.m);
+    let warpgroups = warpgroups(rows);
+    let slice_k = slice_k(&dims, processors(client));
+    let slices = dims.k.div_ceil(slice_k);
+    let (pairs, pieces) = (copies_in_pairs(&ops.rhs, &dims), copies_in_pieces(&ops.lhs));
+    split_k(
+        client,
+        ops,
+        dtype,
+        dims,
+        epilogue,
+        mask,
+        slices,
+        |lhs, rhs, partials, address_type| {
+            // SAFETY: the contract check bounded every operand by its buffer; the partials kernel
+            // reads `lhs` and `rhs` only inside their shapes (an index out of range is replaced by
+            // the batch's first element) and writes each partial sum once, inside the buffer it
+            // was given.
+            unsafe {
+                swapped_partials::launch_unchecked(
+                    client,
+                    CubeCount::Static(
+                        dims.n.div_ceil(COLUMNS * warpgroups) as u32,
+                        slices as u32,
+                        dims.batch as u32,
+                    ),
+                    CubeDim::new_1d(128 * warpgroups as u32),
+                    address_type,
+                    rows / 2,
+                    lhs.into_tensor_arg(),
+                    rhs.into_tensor_arg(),
+                    partials.into_tensor_arg(),
+                    slice_k as u32,
+                    rows,
+                    warpgroups,
+                    pairs,
+                    pieces,
+                );
+            }
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_is_four_k8_mmas_with_a_from_registers() {
+        let ptx = mma_a_in_registers_ptx(16);
+        assert_eq!(ptx.matches("wgmma.mma_async").count(), 4);
+        assert!(ptx.contains(
+            "m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, \
+             {fmar_a0, fmar_a1, fmar_a2, fmar_a3}, fmar_db, fmar_acc, 1, 1;"
+        ));
+        assert!(ptx.contains("{fmar_a12, fmar_a13, fmar_a14, fmar_a15}, fmar_db"));
+        assert!(ptx.contains("mov.b32 fmar_a0, %16;\n") && ptx.contains("mov.b32 fmar_a15, %31;"));
+        assert!(ptx.contains("mov.b64 fmar_db, %32;"));
+        assert_eq!(ptx.matches("add.s64 fmar_db, fmar_db, 2;").count(), 3);
+        assert!(ptx.ends_with("wgmma.wait_group.sync.aligned 0;\n}"));
+    }
+
+    #[test]
+    fn slices_fill_the_processors_in_whole_stages() {
+        let dims = |batch, m, k, n| Dims { m, n, k, batch };
+        // 64 column blocks on 132 multiprocessors: 9 slices of 15 stages.
+        let depth = slice_k(&dims(1, 16, 4096, 4096), 132);
+        assert_eq!(depth % CHUNK_K, 0);
+        assert_eq!((depth, 4096usize.div_ceil(depth)), (480, 9));
+        // 128 blocks: `k` of 128 in four slices of one stage.
+        assert_eq!(slice_k(&dims(64, 128, 128, 128), 132), 32);
+        // The grid's y holds at most 65,535 slices.
+        let deep = dims(1, 16, 70_000 * CHUNK_K, 8192);
+        assert!(deep.k.div_ceil(slice_k(&deep, 132)) <= u16::MAX as usize);
+        // A short `k` is one stage.
+        assert_eq!(slice_k(&dims(1, 16, 5, 64), 132), 32);
+    }
+}

@@ -1,0 +1,57 @@
+//! f32 with TF32 rounding disallowed (cubek's `allow_tf32 = false`, set for this process before
+//! any launch, which is why this is a test binary of its own): at up to 32 rows with an N-major
+//! `rhs` the Hopper variant still runs, on its f32 FMA kernels, and matches the f64 reference at
+//! f32's own tolerance; above 32 rows it declines, since its MMAs would round to TF32. Off
+//! Hopper it declines either way.
+
+use fmar_kernel as kernel; // the contract harness reaches the crate under test as `crate::kernel`
+
+// The harness's device, transfer and layout helpers; its contract tests run in `against_f64`.
+#[allow(dead_code, unused_macros, unused_imports)]
+mod contract;
+mod hopper_support;
+
+use fmar_tests::{Precision, Problem, Rng, Tolerance};
+use hopper_support::{FewRowProblem, check_few_row_f32, hopper_operands};
+
+#[test]
+fn few_row_f32_is_exact_where_tf32_is_disallowed() {
+    use contract::{client, elem_type};
+    use cubek_std::config::{CubekConfig, MatmulConfig, RuntimeConfig};
+    CubekConfig::set(CubekConfig {
+        matmul: MatmulConfig { allow_tf32: false },
+    });
+    assert!(!MatmulConfig::get().allow_tf32);
+    // Rows of 1001, 2055 and 517 elements are not 16-byte multiples; 1, 7, 16 and 29 rows take
+    // each FMA kernel.
+    let problems: &[FewRowProblem] = &[
+        (&[1, 7, 1001], &[1, 1001, 2055], &[2055], false),
+        (&[3, 16, 517], &[1, 517, 1030], &[3, 16, 1030], true),
+        (&[2, 1, 4097], &[2, 4097, 99], &[1, 99], false),
+        (&[2, 29, 517], &[1, 517, 1030], &[1030], true),
+    ];
+    let precision = Precision::F32;
+    if !check_few_row_f32(problems, Tolerance::for_precision(precision)) {
+        return;
+    }
+    let client = client();
+    // 33 rows: past the FMA kernels, and the MMAs may not round.
+    let mut rng = Rng::fresh();
+    let problem = Problem::random(&[1, 33, 256], &[1, 256, 128], &[128], &mut rng, precision);
+    let (operands, _) = hopper_operands(&client, &problem, precision, false, false);
+    let result = kernel::launch_variant(
+        &client,
+        operands,
+        elem_type(precision),
+        kernel::Variant::Hopper,
+    );
+    match result {
+        Err(kernel::LaunchError::Unavailable { reason, .. }) => {
+            assert!(
+                reason.contains("TF32"),
+                "declined for another reason: {reason}"
+            );
+        }
+        other => panic!("33 f32 rows without TF32 must decline, got {other:?}"),
+    }
+}
