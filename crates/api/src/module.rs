@@ -24,7 +24,7 @@ pub struct FusedLinearReluConfig {
     pub initializer: Initializer,
     /// The layout the weight is stored in (Burn's `LinearLayout`). In f32 on a Hopper GPU,
     /// `LinearLayout::Col` (the weight stored `[d_output, d_input]`) is what the tensor-core
-    /// kernel reads as it is; a `Row` weight is read as it is up to 32 rows of input, and
+    /// kernel reads as it is; a `Row` weight is read as it is up to 128 rows of input, and
     /// copied to the other layout in each call above that.
     #[config(default = "LinearLayout::Row")]
     pub layout: LinearLayout,

@@ -89,8 +89,9 @@ pub(crate) fn run_checked(
 ///
 /// The operands follow the [launch contract](crate) without the bias. Only the Hopper kernel
 /// runs plain products: where it cannot (another device, `k = 0`, an `f32` product while
-/// cubek's `allow_tf32` is off, a layout the TMA engine cannot read; the last two run all the
-/// same at up to 32 rows with an N-major `rhs`, which exact f32 FMAs read as it is), this
+/// cubek's `allow_tf32` is off, a layout the TMA engine cannot read; with an N-major `rhs` in
+/// f32 the last two run all the same, at up to 128 rows where TF32 is allowed and up to 32
+/// where it is not), this
 /// returns [`LaunchError::Unavailable`] and launches nothing, and the caller runs its own
 /// matmul. An output with no elements launches nothing.
 pub fn launch_product(
