@@ -519,9 +519,9 @@ pub(crate) fn launch(
         slices,
         |lhs, rhs, partials, address_type| {
             // SAFETY: the contract check bounded every operand by its buffer; the partials kernel
-            // reads `lhs` and `rhs` only inside their shapes (an index out of range is replaced by
-            // the batch's first element) and writes each partial sum once, inside the buffer it
-            // was given.
+            // copies from `lhs` and `rhs` only inside their shapes (rows and columns past the
+            // edges copy the last valid ones, and copies past `k` read no bytes from a valid
+            // address) and writes each partial sum once, inside the buffer it was given.
             unsafe {
                 swapped_partials::launch_unchecked(
                     client,
