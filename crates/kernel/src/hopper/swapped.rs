@@ -1,16 +1,17 @@
-//! f32 at 9 to 128 rows with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`) through TF32
-//! MMAs, without a K-major copy of the weight: the product is computed transposed,
+//! f32 at 9 to 128 rows with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`) through
+//! TF32 MMAs, without a K-major copy of the weight: the product is computed transposed,
 //! `outᵀ = rhsᵀ · lhsᵀ`. The weight becomes the MMA's 64-row `A` operand, which the MMA reads
 //! from registers (an `A` in registers may come from any layout, where TF32's shared-memory
-//! operands must be K-major), and `lhs`'s rows, padded to a multiple of 8, become `B`, which a
-//! K-major `lhs` already is. Both go through a ring of shared-memory stages, 32 `k` each, that
-//! every unit fills with `cp.async`: its own `A` fragments, laid out so that it reads them back
-//! with four 16-byte loads, and its share of `lhs`'s rows, stored with the 128-byte swizzle the
-//! MMA reads `B` with. The copies hold no registers, so the bytes in flight from memory (three
-//! stages a cube) do not compete with the accumulators. Split-K over cubes as in
-//! [`few_rows`](super::few_rows), whose second kernel adds the slices and applies the epilogue.
-//! At few rows the weight's bytes set the time; the MMAs make the arithmetic free up to 128
-//! rows, where f32 FMAs would not keep up with the memory past a few dozen.
+//! operands must be K-major), and `lhs`'s rows, padded to the row count compiled ([`ROWS`]),
+//! become `B`, which a K-major `lhs` already is. Both go through a ring of shared-memory
+//! stages, 32 `k` each, that every unit fills with `cp.async`: its own `A` fragments, laid out
+//! so that it reads them back with four 16-byte loads, and its share of `lhs`'s rows, stored
+//! with the 128-byte swizzle the MMA reads `B` with. The copies hold no registers, so the bytes
+//! in flight from memory (three stages a cube) do not compete with the accumulators. Split-K
+//! over cubes as in [`few_rows`](super::few_rows), whose second kernel adds the slices and
+//! applies the epilogue. At few rows the weight's bytes set the time; the MMAs make the
+//! arithmetic free up to 128 rows, where f32 FMAs would not keep up with the memory past a few
+//! dozen.
 
 use crate::Operands;
 use crate::common::batch_offset;
@@ -36,7 +37,7 @@ pub(crate) const fn warpgroups(rows: usize) -> usize {
 const CHUNK_K: usize = 32;
 /// The row counts compiled (the MMA's `n`): a problem takes the smallest that holds its `m`.
 pub(crate) const ROWS: [usize; 4] = [16, 32, 64, 128];
-/// The fewest rows the swapped path takes ([`takes`]).
+/// The fewest rows the swapped path takes ([`takes()`]).
 pub(crate) const FEWEST_ROWS: usize = 9;
 /// Cubes a multiprocessor is given work for, which sets how finely `k` is split.
 const CUBES_PER_PROCESSOR: usize = 4;
@@ -174,7 +175,7 @@ struct Sources {
 ///
 /// `A`: this unit's 16 fragment values, weight columns `columns` at `k0 + 8 s + quad (+ 4)`, into
 /// 16-byte words `s` of the slot's `[4][units]` array (word `s` of unit `u` at `s units + u`), in
-/// the order the MMA reads them, so that [`read_a`] takes them with four conflict-free 16-byte
+/// the order the MMA reads them, so that [`read_a()`] takes them with four conflict-free 16-byte
 /// loads; under `pairs` the two columns are adjacent and one 8-byte copy moves both.
 /// `B`: `lhs`'s rows at `k0..k0 + 32`, K-major with the 128-byte swizzle (16-byte piece `p` of
 /// row `r` at piece `p ^ (r % 8)`); under `pieces` (`lhs` K-major, rows 16-byte aligned) in
@@ -273,7 +274,7 @@ fn issue_stage(
     commit_copies();
 }
 
-/// This unit's `A` fragments of ring slot `slot`, as [`issue_stage`] placed them.
+/// This unit's `A` fragments of ring slot `slot`, as [`issue_stage()`] placed them.
 #[cube]
 fn read_a(
     a_words: &[Vector<f32, Const<4>>],
@@ -298,7 +299,7 @@ fn read_a(
 /// 64 columns. The weight's columns are the MMA's rows in pairs: unit `(warp w, lane 4 g + q)`
 /// of a warpgroup holds MMA rows `16 w + g` and `16 w + g + 8`, which here are the adjacent
 /// columns `16 w + 2 g` and `+ 1`. Both operands come through a [`STAGES`]-deep shared ring
-/// filled with `cp.async` ([`issue_stage`]).
+/// filled with `cp.async` ([`issue_stage()`]).
 #[cube(launch_unchecked, address_type = "dynamic")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn swapped_partials<R: Size>(
