@@ -171,7 +171,10 @@ struct Sources {
     k_end: usize,
 }
 
-/// Issues the copies of the stage at `k0` into ring slot `slot`, then closes the group.
+/// Issues the copies of stage `chunk` of the slice starting at `k_first` (`k` from
+/// `k_first + 32 chunk`) into ring slot `chunk % STAGES`, then closes the group; past the
+/// slice's `chunks` stages it closes an empty group, which keeps one group per stage for
+/// [`wait_copies`] to count.
 ///
 /// `A`: this unit's 16 fragment values, weight columns `columns` at `k0 + 8 s + quad (+ 4)`, into
 /// 16-byte words `s` of the slot's `[4][units]` array (word `s` of unit `u` at `s units + u`), in
@@ -184,6 +187,39 @@ struct Sources {
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn issue_stage(
+    src: &Sources,
+    a_ring: u32,
+    b_ring: u32,
+    chunk: usize,
+    chunks: usize,
+    k_first: usize,
+    unit: usize,
+    #[comptime] rows: usize,
+    #[comptime] units: usize,
+    #[comptime] pairs: bool,
+    #[comptime] pieces: bool,
+) {
+    if chunk < chunks {
+        copy_stage(
+            src,
+            a_ring,
+            b_ring,
+            chunk % STAGES,
+            k_first + chunk * CHUNK_K,
+            unit,
+            rows,
+            units,
+            pairs,
+            pieces,
+        );
+    }
+    commit_copies();
+}
+
+/// [`issue_stage()`]'s copies of the stage at `k0` into ring slot `slot`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn copy_stage(
     src: &Sources,
     a_ring: u32,
     b_ring: u32,
@@ -271,7 +307,6 @@ fn issue_stage(
             );
         }
     }
-    commit_copies();
 }
 
 /// This unit's `A` fragments of ring slot `slot`, as [`issue_stage()`] placed them.
@@ -374,23 +409,9 @@ pub(crate) fn swapped_partials<R: Size>(
     let chunks = (k_end - k_first).div_ceil(CHUNK_K);
     #[unroll]
     for t in 0..comptime![STAGES - 1] {
-        if t < chunks {
-            issue_stage(
-                &src,
-                a_ring,
-                b_ring,
-                t,
-                k_first + t * CHUNK_K,
-                unit,
-                rows,
-                units,
-                pairs,
-                pieces,
-            );
-        } else {
-            // An empty group keeps one group per stage, which `wait_copies` counts.
-            commit_copies();
-        }
+        issue_stage(
+            &src, a_ring, b_ring, t, chunks, k_first, unit, rows, units, pairs, pieces,
+        );
     }
     for c in 0..chunks {
         // This unit's copies of stage `c` have landed; after the barrier, every unit's have,
@@ -398,23 +419,19 @@ pub(crate) fn swapped_partials<R: Size>(
         wait_copies(comptime![STAGES - 2]);
         fence_proxy_async();
         sync_cube();
-        let next = c + comptime![STAGES - 1];
-        if next < chunks {
-            issue_stage(
-                &src,
-                a_ring,
-                b_ring,
-                next % STAGES,
-                k_first + next * CHUNK_K,
-                unit,
-                rows,
-                units,
-                pairs,
-                pieces,
-            );
-        } else {
-            commit_copies();
-        }
+        issue_stage(
+            &src,
+            a_ring,
+            b_ring,
+            c + comptime![STAGES - 1],
+            chunks,
+            k_first,
+            unit,
+            rows,
+            units,
+            pairs,
+            pieces,
+        );
         let slot = c % STAGES;
         let a = read_a(&a_words, slot, unit, units);
         acc =
@@ -477,22 +494,27 @@ fn slice_k(dims: &Dims, processors: usize) -> usize {
 /// Whether a unit's two weight columns are one aligned 8-byte copy: `rhs` N-major with an even
 /// `n`, every other stride even and its start 8-byte aligned.
 fn copies_in_pairs(rhs: &TensorBinding, dims: &Dims) -> bool {
-    let strides = &rhs.strides[..];
-    let (last, others) = strides.split_last().expect("a matrix has two dims");
-    *last == 1
-        && dims.n.is_multiple_of(2)
-        && others.iter().all(|s| s.is_multiple_of(2))
-        && rhs.handle.offset_start.unwrap_or(0).is_multiple_of(8)
+    dims.n.is_multiple_of(2) && copies_in_vectors(rhs, 2)
 }
 
 /// Whether `lhs`'s rows are copied 16 bytes at a time: K-major, every other stride a multiple of
 /// four elements and its start 16-byte aligned.
 fn copies_in_pieces(lhs: &TensorBinding) -> bool {
-    let strides = &lhs.strides[..];
-    let (last, others) = strides.split_last().expect("a matrix has two dims");
+    copies_in_vectors(lhs, 4)
+}
+
+/// Whether an f32 operand's rows can be copied `elems` elements at a time, aligned: its last
+/// stride 1, every other stride a multiple of `elems`, and its start a multiple of `elems`
+/// elements into its buffer.
+fn copies_in_vectors(binding: &TensorBinding, elems: usize) -> bool {
+    let (last, others) = binding.strides.split_last().expect("a matrix has two dims");
     *last == 1
-        && others.iter().all(|s| s.is_multiple_of(4))
-        && lhs.handle.offset_start.unwrap_or(0).is_multiple_of(16)
+        && others.iter().all(|s| s.is_multiple_of(elems))
+        && binding
+            .handle
+            .offset_start
+            .unwrap_or(0)
+            .is_multiple_of(4 * elems as u64)
 }
 
 /// Runs the swapped path: partial sums per slice of `k`, then their sum ([`split_k`]).
