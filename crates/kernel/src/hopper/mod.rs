@@ -108,9 +108,10 @@ pub(crate) fn launch(
     // transposed so that the weight is the MMA's `A`, read into registers from any layout; at
     // up to 8 rows (32 where TF32 is not allowed), with f32 FMAs (exact f32), which were faster
     // there. Neither goes through the TMA engine, so any strides do.
+    let allow_tf32 = cubek_std::config::MatmulConfig::get().allow_tf32;
     let rank = ops.rhs.strides.len();
     if dtype == ElemType::Float(FloatKind::F32) && ops.rhs.strides[rank - 1] == 1 {
-        if cubek_std::config::MatmulConfig::get().allow_tf32 && swapped::takes(&dims) {
+        if allow_tf32 && swapped::takes(&dims) {
             swapped::launch(client, ops, dtype, dims, epilogue, mask_arg);
             return Ok(());
         }
@@ -123,7 +124,7 @@ pub(crate) fn launch(
         ElemType::Float(FloatKind::BF16) => Operand::Bf16,
         ElemType::Float(FloatKind::F16) => Operand::F16,
         ElemType::Float(FloatKind::F32) => {
-            if !cubek_std::config::MatmulConfig::get().allow_tf32 {
+            if !allow_tf32 {
                 return Err(unavailable(
                     "f32 operands with TF32 rounding disallowed (cubek's `allow_tf32` is off)"
                         .into(),
