@@ -116,6 +116,14 @@ fn compile(definition: KernelDefinition, name: &str) -> String {
         .to_string()
 }
 
+/// Writes `source` as `file` into `FMAR_HOPPER_SOURCE_DIR`, where that is set.
+fn dump(file: &str, source: &str) {
+    if let Ok(dir) = std::env::var("FMAR_HOPPER_SOURCE_DIR") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(format!("{dir}/{file}"), source).unwrap();
+    }
+}
+
 /// Every compile-time configuration the launch can ask for.
 fn configs() -> Vec<KernelConfig> {
     let mut all = Vec::new();
@@ -168,7 +176,6 @@ fn configs() -> Vec<KernelConfig> {
 
 #[test]
 fn every_configuration_compiles_to_cuda_with_its_instructions() {
-    let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
     for config in configs() {
         let source = source(config);
         let ty = config.operand.ptx();
@@ -249,36 +256,33 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
         }) {
             panic!("{config:?}: a 64-bit division in the source: `{line}`");
         }
-        if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir).unwrap();
-            let name = format!(
-                "hopper_{}x{}x{}{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}{}.cu",
-                config.tile.m,
-                config.tile.n,
-                config.tile.stages,
-                if config.tile.lhs_rows < config.tile.m {
-                    format!("_lhsrows{}", config.tile.lhs_rows)
-                } else {
-                    String::new()
-                },
-                if config.lhs_m_major { "M" } else { "K" },
-                if config.rhs_k_major { "K" } else { "N" },
-                u8::from(config.lhs_batched),
-                u8::from(config.rhs_batched),
-                if config.bias_row_broadcast {
-                    "row"
-                } else {
-                    "full"
-                },
-                if config.splits > 1 { "_splitk" } else { "" },
-                match config.epilogue {
-                    Epilogue::BiasRelu => "",
-                    Epilogue::BiasReluMask => "_mask",
-                    Epilogue::Plain => "_plain",
-                },
-            );
-            std::fs::write(format!("{dir}/{name}"), &source).unwrap();
-        }
+        let name = format!(
+            "hopper_{}x{}x{}{}_{ty}_lhs{}_rhs{}_lhsb{}_rhsb{}_bias{}{}{}.cu",
+            config.tile.m,
+            config.tile.n,
+            config.tile.stages,
+            if config.tile.lhs_rows < config.tile.m {
+                format!("_lhsrows{}", config.tile.lhs_rows)
+            } else {
+                String::new()
+            },
+            if config.lhs_m_major { "M" } else { "K" },
+            if config.rhs_k_major { "K" } else { "N" },
+            u8::from(config.lhs_batched),
+            u8::from(config.rhs_batched),
+            if config.bias_row_broadcast {
+                "row"
+            } else {
+                "full"
+            },
+            if config.splits > 1 { "_splitk" } else { "" },
+            match config.epilogue {
+                Epilogue::BiasRelu => "",
+                Epilogue::BiasReluMask => "_mask",
+                Epilogue::Plain => "_plain",
+            },
+        );
+        dump(&name, &source);
     }
 }
 
@@ -286,7 +290,6 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
 /// vectors (`ld.shared.v4` once through the assembler), a quarter of the FMAs.
 #[test]
 fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
-    let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
     for rows in ROWS {
         let settings = KernelSettings::new(
             *CubeDim::new_1d(256),
@@ -305,10 +308,7 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
         )
         .define();
         let source = compile(definition, &format!("few rows {rows}"));
-        if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir).unwrap();
-            std::fs::write(format!("{dir}/few_rows_{rows}.cu"), &source).unwrap();
-        }
+        dump(&format!("few_rows_{rows}.cu"), &source);
         assert!(
             source.contains("float_4"),
             "few rows {rows}: no vector tile"
@@ -321,7 +321,6 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
 /// through the generic proxy, so fenced for the async one).
 #[test]
 fn swapped_kernels_compile_to_cuda_with_register_a_mmas() {
-    let dir = std::env::var("FMAR_HOPPER_SOURCE_DIR").ok();
     let copies = [(true, true), (false, false)];
     for (rows, (pairs, pieces)) in super::swapped::ROWS
         .into_iter()
@@ -353,10 +352,7 @@ fn swapped_kernels_compile_to_cuda_with_register_a_mmas() {
             if pairs { "_vector" } else { "_scalar" }
         );
         let source = compile(definition, &name);
-        if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir).unwrap();
-            std::fs::write(format!("{dir}/{name}.cu"), &source).unwrap();
-        }
+        dump(&format!("{name}.cu"), &source);
         let (a_copy, b_copy) = if pairs { (8, 16) } else { (4, 4) };
         for needle in [
             format!("wgmma.mma_async.sync.aligned.m64n{rows}k8.f32.tf32.tf32"),
