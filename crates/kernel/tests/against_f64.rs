@@ -237,6 +237,10 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[1, 61, 300], &[1, 300, 70], &[70], false),
         (&[2, 128, 1001], &[1, 1001, 258], &[2, 128, 258], true),
         (&[1, 100, 4096], &[1, 4096, 130], &[130], false),
+        // Aligned `lhs` and an even `n`, few rows: 16-byte copies of `lhs`, 8-byte pairs of
+        // the weight; aligned `lhs` with an odd `n`: single weight elements.
+        (&[1, 12, 512], &[1, 512, 1000], &[1000], false),
+        (&[2, 40, 256], &[1, 256, 77], &[77], false),
     ];
     check_few_row_f32(problems, contract::tolerance(Precision::F32));
 }
