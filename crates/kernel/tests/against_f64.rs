@@ -225,8 +225,9 @@ fn hopper_runs_exactly_where_the_device_has_it() {
 /// operand; with TF32 disallowed, at up to 32 rows, f32 FMAs) whatever the strides: rows of
 /// 1001, 2055 and 517 elements are not 16-byte multiples, which the TMA engine needs, and yet
 /// the Hopper variant takes them, `lhs` K- and M-major, batched and broadcast, at 1 to 128 rows
-/// (every row count the swapped kernels are compiled for, ragged), and matches the f64
-/// reference. Elsewhere it reports itself unavailable.
+/// (every row count the swapped kernels are compiled for, ragged; fed by `cp.async`, and by
+/// the TMA engine where the strides allow), and matches the f64 reference. Elsewhere it reports
+/// itself unavailable.
 #[test]
 fn few_row_f32_runs_on_hopper_whatever_its_strides() {
     let problems: &[FewRowProblem] = &[
@@ -241,6 +242,12 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         // the weight; aligned `lhs` with an odd `n`: single weight elements.
         (&[1, 12, 512], &[1, 512, 1000], &[1000], false),
         (&[2, 40, 256], &[1, 256, 77], &[77], false),
+        // Strides the TMA engine can follow (`lhs` K-major, rows of 16-byte multiples): the
+        // TMA-fed kernel, at each row count compiled, a ragged last stage of `k` and a ragged
+        // last column block, the weight broadcast and batched.
+        (&[1, 20, 1028], &[1, 1028, 4100], &[4100], false),
+        (&[3, 50, 4096], &[3, 4096, 196], &[196], false),
+        (&[2, 128, 1000], &[1, 1000, 260], &[2, 128, 260], false),
     ];
     check_few_row_f32(problems, contract::tolerance(Precision::F32));
 }

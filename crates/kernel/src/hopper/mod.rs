@@ -11,7 +11,8 @@
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
 //! | `few_rows` | f32 at up to 8 rows (32 without TF32) with an N-major `rhs`: split-K with f32 FMAs, no copy; split-K's second kernel, which adds the slices and applies the epilogue |
-//! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy |
+//! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy; fed by `cp.async` where the TMA engine cannot read the operands |
+//! | `swapped_tma` | the same product fed by the TMA engine, a producer unit and mbarriers |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
 //! the backward's gradient products use through [`launch_product`](crate::launch_product).
@@ -33,6 +34,7 @@ pub(crate) mod plan;
 #[cfg(all(test, feature = "cuda"))]
 mod source;
 mod swapped;
+mod swapped_tma;
 mod tma;
 mod transpose;
 mod wgmma;

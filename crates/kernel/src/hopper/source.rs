@@ -9,6 +9,7 @@ use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHoppe
 use super::kernel::{Epilogue, KernelConfig};
 use super::plan::{Schedule, TileShape};
 use super::swapped::swapped_partials::SwappedPartials;
+use super::swapped_tma::swapped_tma_partials::SwappedTmaPartials;
 use super::wgmma::Operand;
 use cubecl::Compiler;
 use cubecl::cuda::{CudaCompilationOptions, CudaCompiler};
@@ -360,6 +361,51 @@ fn swapped_kernels_compile_to_cuda_with_register_a_mmas() {
             format!("cp.async.ca.shared.global [%0], [%1], {a_copy}, %2;"),
             format!("cp.async.ca.shared.global [%0], [%1], {b_copy}, %2;"),
             "cp.async.wait_group 2;".to_string(),
+        ] {
+            assert!(source.contains(&needle), "{name}: no `{needle}`");
+        }
+    }
+}
+
+/// The TMA-fed swapped kernel, for each row count: four TF32 MMAs a stage with `A` in
+/// registers, its stages filled by 3-d TMA copies that complete on the stages' mbarriers.
+#[test]
+fn swapped_tma_kernels_compile_to_cuda_with_register_a_mmas() {
+    for rows in super::swapped::ROWS {
+        let warpgroups = super::swapped_tma::WARPGROUPS;
+        let stages = super::swapped_tma::stages(rows, warpgroups);
+        let settings = KernelSettings::new(
+            *CubeDim::new_1d(128 * warpgroups as u32 + 32),
+            ExecutionMode::Unchecked,
+            AddressType::U32,
+        );
+        let definition = SwappedTmaPartials::new(
+            settings,
+            hopper_properties(),
+            Arc::new(Default::default()),
+            (),
+            (),
+            tensor_arg(),
+            (),
+            (),
+            (),
+            (),
+            rows / 2,
+            rows,
+            warpgroups,
+            stages,
+            true,
+            false,
+        )
+        .define();
+        let name = format!("swapped_tma_{rows}");
+        let source = compile(definition, &name);
+        dump(&format!("{name}.cu"), &source);
+        for needle in [
+            format!("wgmma.mma_async.sync.aligned.m64n{rows}k8.f32.tf32.tf32"),
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                .to_string(),
+            "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
         ] {
             assert!(source.contains(&needle), "{name}: no `{needle}`");
         }

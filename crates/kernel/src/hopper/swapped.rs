@@ -19,14 +19,16 @@ use crate::contract::Dims;
 use crate::hopper::Epilogue;
 use crate::hopper::few_rows::split_k;
 use crate::hopper::mbarrier::fence_proxy_async;
-use crate::hopper::processors;
+use crate::hopper::plan::{LhsMajor, MapLayout, RhsMajor, plan};
+use crate::hopper::swapped_tma::{self, swapped_tma_partials};
 use crate::hopper::wgmma::{by_value, descriptor, shared_address};
+use crate::hopper::{processors, tensor_map};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
 
 /// Output columns per warpgroup: the MMA's `m`.
-const COLUMNS: usize = 64;
+pub(crate) const COLUMNS: usize = 64;
 /// Warpgroups per cube at `rows` rows: they share the cube's stages of `lhs`, so that more
 /// columns a cube read `lhs` fewer times (every column block reads all of it from L2), which
 /// weighs most at many rows.
@@ -34,7 +36,7 @@ pub(crate) const fn warpgroups(rows: usize) -> usize {
     if rows >= 64 { 2 } else { 1 }
 }
 /// `k` per stage of `lhs` in shared memory: one 128-byte swizzle line of f32, four `k8` MMAs.
-const CHUNK_K: usize = 32;
+pub(crate) const CHUNK_K: usize = 32;
 /// The row counts compiled (the MMA's `n`): a problem takes the smallest that holds its `m`.
 pub(crate) const ROWS: [usize; 4] = [16, 32, 64, 128];
 /// The fewest rows the swapped path takes ([`takes()`]).
@@ -92,7 +94,7 @@ pub(crate) fn mma_a_in_registers_ptx(n: usize) -> String {
 /// One stage's MMAs into `acc` (the `R = N / 2` f32 registers a unit holds of the warpgroup's
 /// `64 x N` result): `a` holds this unit's `A` fragments of the stage's four `k8` steps.
 #[cube]
-fn mma_stage_a_in_registers<R: Size>(
+pub(crate) fn mma_stage_a_in_registers<R: Size>(
     acc: Vector<f32, R>,
     a: Vector<f32, Const<16>>,
     desc_b: u64,
@@ -480,11 +482,11 @@ fn rows_for(m: usize) -> usize {
         .expect("at most the largest row count")
 }
 
-/// Depth of one slice of `k`: a whole number of stages, `k` split so that every multiprocessor
-/// has about [`cubes_per_processor()`] cubes.
-fn slice_k(dims: &Dims, processors: usize) -> usize {
+/// Depth of one slice of `k` for cubes of `warpgroups` warpgroups: a whole number of stages, `k`
+/// split so that every multiprocessor has about [`cubes_per_processor()`] cubes.
+fn slice_k(dims: &Dims, processors: usize, warpgroups: usize) -> usize {
     let rows = rows_for(dims.m);
-    let blocks = dims.n.div_ceil(COLUMNS * warpgroups(rows)) * dims.batch;
+    let blocks = dims.n.div_ceil(COLUMNS * warpgroups) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
     let wanted = (processors * cubes_per_processor(rows))
         .div_ceil(blocks)
@@ -522,7 +524,15 @@ fn copies_in_vectors(binding: &TensorBinding, elems: usize) -> bool {
             .is_multiple_of(4 * elems as u64)
 }
 
-/// Runs the swapped path: partial sums per slice of `k`, then their sum ([`split_k`]).
+/// The TMA engine's maps of `lhs` and `rhs` where it can read both as the TMA-fed kernel needs
+/// them ([`swapped_tma`]): `lhs` K-major, `rhs` N-major, starts and strides 16-byte aligned.
+fn tma_layouts(ops: &Operands) -> Option<(MapLayout, MapLayout)> {
+    let plan = plan(&ops.lhs, &ops.rhs, &ops.out, 4).ok()?;
+    (plan.lhs_major == LhsMajor::K && plan.rhs_major == RhsMajor::N).then_some((plan.lhs, plan.rhs))
+}
+
+/// Runs the swapped path: partial sums per slice of `k` (fed by the TMA engine where it can
+/// read the operands, [`swapped_tma`], else by `cp.async`), then their sum ([`split_k`]).
 pub(crate) fn launch(
     client: &Client,
     ops: Operands,
@@ -533,9 +543,59 @@ pub(crate) fn launch(
 ) {
     debug_assert!(takes(&dims));
     let rows = rows_for(dims.m);
-    let warpgroups = warpgroups(rows);
-    let slice_k = slice_k(&dims, processors(client));
+    let tma = tma_layouts(&ops);
+    let warpgroups = if tma.is_some() {
+        swapped_tma::WARPGROUPS
+    } else {
+        warpgroups(rows)
+    };
+    let slice_k = slice_k(&dims, processors(client), warpgroups);
     let slices = dims.k.div_ceil(slice_k);
+    if let Some((lhs_layout, rhs_layout)) = tma {
+        let stages = swapped_tma::stages(rows, warpgroups);
+        split_k(
+            client,
+            ops,
+            dtype,
+            dims,
+            epilogue,
+            mask,
+            slices,
+            |lhs, rhs, partials, address_type| {
+                let lhs_map = tensor_map(&lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
+                let rhs_map = tensor_map(&rhs, &rhs_layout, [1, CHUNK_K, 32], dtype);
+                // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes,
+                // filling past the edges with zeros; the kernel writes each partial sum once,
+                // inside the buffer it was given.
+                unsafe {
+                    swapped_tma_partials::launch_unchecked(
+                        client,
+                        CubeCount::Static(
+                            dims.n.div_ceil(COLUMNS * warpgroups) as u32,
+                            slices as u32,
+                            dims.batch as u32,
+                        ),
+                        CubeDim::new_1d(128 * warpgroups as u32 + 32),
+                        address_type,
+                        rows / 2,
+                        lhs_map,
+                        rhs_map,
+                        partials.into_tensor_arg(),
+                        dims.m as u32,
+                        dims.n as u32,
+                        dims.k as u32,
+                        slice_k as u32,
+                        rows,
+                        warpgroups,
+                        stages,
+                        lhs_layout.batched,
+                        rhs_layout.batched,
+                    );
+                }
+            },
+        );
+        return;
+    }
     let (pairs, pieces) = (copies_in_pairs(&ops.rhs, &dims), copies_in_pieces(&ops.lhs));
     split_k(
         client,
@@ -598,18 +658,21 @@ mod tests {
     fn slices_fill_the_processors_in_whole_stages() {
         let dims = |batch, m, k, n| Dims { m, n, k, batch };
         // 64 column blocks on 132 multiprocessors, two cubes each: 5 slices of 26 stages.
-        let depth = slice_k(&dims(1, 16, 4096, 4096), 132);
+        let depth = slice_k(&dims(1, 16, 4096, 4096), 132, 1);
         assert_eq!(depth % CHUNK_K, 0);
         assert_eq!((depth, 4096usize.div_ceil(depth)), (832, 5));
-        // 32 column blocks of two warpgroups at 128 rows, four cubes each: 16 slices of 8 stages.
-        let depth = slice_k(&dims(1, 128, 4096, 4096), 132);
+        // 32 column blocks of two warpgroups at 128 rows, four cubes each: 16 slices of 8 stages;
+        // 64 blocks of one warpgroup: 9 slices of 15 stages.
+        let depth = slice_k(&dims(1, 128, 4096, 4096), 132, 2);
         assert_eq!((depth, 4096usize.div_ceil(depth)), (256, 16));
+        let depth = slice_k(&dims(1, 128, 4096, 4096), 132, 1);
+        assert_eq!((depth, 4096usize.div_ceil(depth)), (480, 9));
         // 128 blocks: `k` of 128 in four slices of one stage.
-        assert_eq!(slice_k(&dims(64, 128, 128, 128), 132), 32);
+        assert_eq!(slice_k(&dims(64, 128, 128, 128), 132, 2), 32);
         // The grid's y holds at most 65,535 slices.
         let deep = dims(1, 16, 70_000 * CHUNK_K, 8192);
-        assert!(deep.k.div_ceil(slice_k(&deep, 132)) <= u16::MAX as usize);
+        assert!(deep.k.div_ceil(slice_k(&deep, 132, 1)) <= u16::MAX as usize);
         // A short `k` is one stage.
-        assert_eq!(slice_k(&dims(1, 16, 5, 64), 132), 32);
+        assert_eq!(slice_k(&dims(1, 16, 5, 64), 132, 1), 32);
     }
 }

@@ -1,0 +1,274 @@
+//! [`swapped`](super::swapped)'s transposed product (`outᵀ = rhsᵀ · lhsᵀ`, the N-major f32
+//! weight as the TF32 MMAs' register operand `A`) fed by the TMA engine, where both operands'
+//! strides allow it (`lhs` K-major, every stride but the last a multiple of 16 bytes). A
+//! producer unit fills a ring of shared-memory stages as the main kernel's does (`full` and
+//! `empty` mbarriers per stage), so the consumer warpgroups never wait on each other or issue
+//! a copy: each one waits for its stage, reads its `A` fragments from the weight's boxes and
+//! runs the stage's four `k8` MMAs with `lhs`'s rows as `B`, then hands the stage back.
+//!
+//! A stage holds, per warpgroup, two boxes of the weight (`[32 k][32 columns]`, as the TMA
+//! engine lays them out with the 128-byte swizzle: 16-byte group `c` of line `k` at group
+//! `c ^ (k % 8)`), and `lhs`'s rows at the stage's 32 `k` (K-major lines, the same swizzle).
+//! A unit holds MMA rows `16 w + g` and `+ 8` at `k` `q` and `q + 4` (`w` its warp, lane
+//! `4 g + q`); they are two adjacent weight columns, one 8-byte load a line. The columns of a
+//! warp are groups `2 (g / 2) + w % 2` of its box: over the four lines its quads read, the
+//! swizzle then spreads the warp's 256 bytes evenly over the 32 banks (two wavefronts, none
+//! wasted), where contiguous columns would put all four lines on the same 16 banks.
+
+use crate::hopper::mbarrier::{
+    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_barrier, wait_barrier,
+};
+use crate::hopper::swapped::{CHUNK_K, COLUMNS, mma_stage_a_in_registers};
+use crate::hopper::tma::load_3d;
+use crate::hopper::wgmma::{descriptor, shared_address};
+use cubecl::prelude::*;
+
+/// Warpgroups a cube at every row count: one measured fastest on the H200 at 16-128 rows (at
+/// 128 rows 0.0417 ms against 0.0515 with two at `1 x 128 x 4096 x 4096`: its 106 registers a
+/// unit let two cubes of 160 units share a multiprocessor, where two of 288 did not fit).
+pub(crate) const WARPGROUPS: usize = 1;
+
+/// Bytes of one weight box: 32 lines of `k`, 32 f32 columns each.
+const BOX_BYTES: usize = CHUNK_K * 32 * 4;
+
+/// Shared memory a cube's ring may take: two cubes fit a multiprocessor.
+const RING_BYTES: usize = 100 * 1024;
+
+/// Bytes of one stage: the weight's boxes for `warpgroups` warpgroups, and `rows` lines of
+/// `lhs`.
+pub(crate) const fn stage_bytes(rows: usize, warpgroups: usize) -> usize {
+    2 * warpgroups * BOX_BYTES + rows * CHUNK_K * 4
+}
+
+/// Stages of the ring at `rows` rows: as many as [`RING_BYTES`] holds, two to eight.
+pub(crate) const fn stages(rows: usize, warpgroups: usize) -> usize {
+    let fit = RING_BYTES / stage_bytes(rows, warpgroups);
+    if fit < 2 {
+        2
+    } else if fit > 8 {
+        8
+    } else {
+        fit
+    }
+}
+
+/// The ring position after (`stage`, `phase`): the next stage, and the phase flipped each time
+/// the ring wraps around.
+#[cube]
+fn next_stage(stage: u32, phase: u32, #[comptime] stages: usize) -> (u32, u32) {
+    let next = stage + 1;
+    let wraps = next == stages as u32;
+    (select(wraps, 0u32, next), select(wraps, phase ^ 1, phase))
+}
+
+/// One slice of `k`'s partial sums for `64 warpgroups` weight columns of every row (cube
+/// `(x, y, z)`: column block, slice, batch) into `partials`, `[slices, batch * m, n]`, as
+/// [`swapped_partials`](super::swapped::swapped_partials) writes them. `rhs` is the weight's map
+/// (`[batch, k, n]`, box `[1, 32, 32]`), `lhs` the rows' (`[batch, m, k]`, box
+/// `[1, rows, 32]`); past the edges the TMA engine reads zeros.
+#[cube(launch_unchecked, address_type = "dynamic")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn swapped_tma_partials<R: Size>(
+    lhs: &TensorMap<f32, Tiled>,
+    rhs: &TensorMap<f32, Tiled>,
+    partials: &mut Tensor<f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+    slice_k: u32,
+    #[comptime] rows: usize,
+    #[comptime] warpgroups: usize,
+    #[comptime] stages: usize,
+    #[comptime] lhs_batched: bool,
+    #[comptime] rhs_batched: bool,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let consumer_units = comptime![128 * warpgroups];
+    let (a_stage_bytes, b_stage_bytes) = comptime![(
+        (2 * warpgroups * BOX_BYTES) as u32,
+        (rows * CHUNK_K * 4) as u32
+    )];
+    let col0 = CUBE_POS_X as usize * comptime![COLUMNS * warpgroups];
+    let slice = CUBE_POS_Y as usize;
+    let batch = CUBE_POS_Z as usize;
+    let k_first = slice * slice_k as usize;
+    let k_end = select(
+        k_first + slice_k as usize > k,
+        k,
+        k_first + slice_k as usize,
+    );
+    let chunks = (k_end - k_first).div_ceil(CHUNK_K);
+
+    // The ring: the weight's boxes (`[stages][2 warpgroups]` of `[32][32]` f32) and `lhs`'s
+    // stages (`[stages][rows][32]`), each a whole number of 1024-byte swizzle atoms.
+    let smem_a = Shared::<[Vector<f32, Const<2>>]>::new_aligned_slice(
+        comptime![stages * warpgroups * BOX_BYTES / 4],
+        1024usize,
+    );
+    let smem_b = Shared::<[f32]>::new_aligned_slice(comptime![stages * rows * CHUNK_K], 1024usize);
+    // `full` of each stage (the producer's arrival and the bytes of its copies), then `empty`
+    // of each stage (every consumer unit's arrival).
+    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
+    let full = shared_address::<u64>(&barrier_words);
+    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
+    if UNIT_POS == 0 {
+        #[unroll]
+        for s in 0..stages {
+            init_barrier(full + comptime![s as u32 * BARRIER_BYTES], 1u32);
+            init_barrier(
+                empty + comptime![s as u32 * BARRIER_BYTES],
+                comptime![consumer_units as u32],
+            );
+        }
+        // The barriers' initialisation must be visible to the TMA engine.
+        fence_proxy_async();
+    }
+    sync_cube();
+
+    if UNIT_POS as usize == consumer_units {
+        let a_ring = shared_address::<Vector<f32, Const<2>>>(&smem_a);
+        let b_ring = shared_address::<f32>(&smem_b);
+        // A broadcast operand's map has one batch: coordinate 0.
+        let mut lhs_batch = 0i32;
+        let mut rhs_batch = 0i32;
+        if comptime![lhs_batched] {
+            lhs_batch = batch as i32;
+        }
+        if comptime![rhs_batched] {
+            rhs_batch = batch as i32;
+        }
+        let mut stage = 0u32;
+        let mut phase = 0u32;
+        for c in 0..chunks {
+            let k0 = (k_first + c * CHUNK_K) as i32;
+            wait_barrier(empty + stage * BARRIER_BYTES, phase ^ 1);
+            let barrier = full + stage * BARRIER_BYTES;
+            let a_at = a_ring + stage * a_stage_bytes;
+            #[unroll]
+            for p in 0..comptime![2 * warpgroups] {
+                let col = (col0 + comptime![32 * p]) as i32;
+                load_3d::<f32>(
+                    rhs,
+                    a_at + comptime![(p * BOX_BYTES) as u32],
+                    barrier,
+                    rhs_batch,
+                    k0,
+                    col,
+                );
+            }
+            load_3d::<f32>(
+                lhs,
+                b_ring + stage * b_stage_bytes,
+                barrier,
+                lhs_batch,
+                0i32,
+                k0,
+            );
+            arrive_expecting(barrier, comptime![a_stage_bytes + b_stage_bytes]);
+            (stage, phase) = next_stage(stage, phase, stages);
+        }
+    } else if (UNIT_POS as usize) < consumer_units {
+        let unit = UNIT_POS as usize;
+        let warpgroup = unit / 128;
+        let warp = unit / 32 % 4;
+        let lane = unit % 32;
+        let (g, q) = (lane / 4, lane % 4);
+        // This unit's weight columns: box `2 warpgroup + warp / 2`, 16-byte group
+        // `2 (g / 2) + warp % 2` of its lines, the group's first or second pair.
+        let a_box = 2 * warpgroup + warp / 2;
+        let group = 2 * (g / 2) + warp % 2;
+        let within = 2 * (g % 2);
+        let col = col0 + 32 * a_box + 4 * group + within;
+        // Its pairs in a stage (in pairs of f32): lines `8 t + q` and `8 t + q + 4` of the box
+        // (`t` the `k8` step, 256 f32 further each), each at its swizzled group.
+        let box_at = a_box * comptime![BOX_BYTES / 4];
+        let first = (box_at + q * 32 + (group ^ q) * 4 + within) / 2;
+        let second = (box_at + (q + 4) * 32 + (group ^ (q + 4)) * 4 + within) / 2;
+        let a_stage_pairs = comptime![2 * warpgroups * BOX_BYTES / 8];
+
+        let b_base = descriptor(shared_address::<f32>(&smem_b), 16u64, 1024u64);
+        let b_stage_step = comptime![(rows * CHUNK_K * 4 / 16) as u64];
+        let mut stage = 0u32;
+        let mut phase = 0u32;
+        let mut acc = Vector::<f32, R>::new(0.0f32);
+        for _ in 0..chunks {
+            let offset = stage * BARRIER_BYTES;
+            wait_barrier(full + offset, phase);
+            let at = stage as usize * a_stage_pairs;
+            let mut a = Vector::<f32, Const<16>>::empty();
+            #[unroll]
+            for t in 0..4usize {
+                let low = smem_a[at + first + comptime![128 * t]];
+                let high = smem_a[at + second + comptime![128 * t]];
+                a.insert(comptime![4 * t], low.extract(0usize));
+                a.insert(comptime![4 * t + 1], low.extract(1usize));
+                a.insert(comptime![4 * t + 2], high.extract(0usize));
+                a.insert(comptime![4 * t + 3], high.extract(1usize));
+            }
+            acc = mma_stage_a_in_registers::<R>(
+                acc,
+                a,
+                b_base + u64::cast_from(stage) * b_stage_step,
+                rows,
+            );
+            arrive(empty + offset);
+            (stage, phase) = next_stage(stage, phase, stages);
+        }
+
+        // The result's column `8 j + 2 q (+ 1)` is row `r` of the output; its rows `g` and
+        // `g + 8` are columns `col` and `col + 1`.
+        let out_rows = partials.shape(1);
+        let base = slice * out_rows + batch * m;
+        #[unroll]
+        for j in 0..comptime![rows / 8] {
+            #[unroll]
+            for dr in 0..2usize {
+                let r = 8 * j + 2 * q + dr;
+                if r < m {
+                    let at = (base + r) * n + col;
+                    if col < n {
+                        partials[at] = acc.extract(comptime![4 * j + dr]);
+                    }
+                    if col + 1 < n {
+                        partials[at + 1] = acc.extract(comptime![4 * j + 2 + dr]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_fits_two_cubes_a_multiprocessor() {
+        // 128 rows, one warpgroup: 24 KiB a stage, four stages; two warpgroups: 32 KiB, three.
+        assert_eq!((stage_bytes(128, 1), stages(128, 1)), (24 * 1024, 4));
+        assert_eq!((stage_bytes(128, 2), stages(128, 2)), (32 * 1024, 3));
+        assert_eq!(stages(64, 2), 4);
+        assert_eq!((stages(32, 1), stages(16, 1)), (8, 8));
+        for (rows, warpgroups) in [16, 32, 64, 128].into_iter().flat_map(|r| [(r, 1), (r, 2)]) {
+            let ring = stages(rows, warpgroups) * stage_bytes(rows, warpgroups);
+            assert!(2 * (ring + 1024) <= 228 * 1024, "{rows} rows: {ring} bytes");
+        }
+    }
+
+    /// The bank argument of the module doc: a warp's 8-byte loads of one `k8` step's first
+    /// line (`q` = 0..3 over its quads) cover every 4-byte bank exactly twice.
+    #[test]
+    fn a_warps_fragment_loads_spread_over_every_bank() {
+        for warp in 0..4usize {
+            let mut banks = [0usize; 32];
+            for lane in 0..32usize {
+                let (g, q) = (lane / 4, lane % 4);
+                let group = 2 * (g / 2) + warp % 2;
+                let word = q * 32 + (group ^ q) * 4 + 2 * (g % 2);
+                banks[word % 32] += 1;
+                banks[(word + 1) % 32] += 1;
+            }
+            assert!(banks.iter().all(|&b| b == 2), "warp {warp}: {banks:?}");
+        }
+    }
+}
