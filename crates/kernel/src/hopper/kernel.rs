@@ -35,7 +35,8 @@ use super::cluster::{
     store_remote, unit_offset,
 };
 use super::mbarrier::{
-    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_barrier, wait_barrier,
+    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_barrier, init_ring,
+    next_stage, wait_barrier,
 };
 use super::plan::{LINE_BYTES, TileShape, line_elems};
 use super::tma::{load_3d, store_3d, wait_stores_read, wait_stores_read_but_one};
@@ -278,14 +279,7 @@ fn hopper_body<E: Float, R: Size>(
     let empty = full + comptime![stages as u32 * BARRIER_BYTES];
     let ready = empty + comptime![stages as u32 * BARRIER_BYTES];
     if UNIT_POS == 0 {
-        #[unroll]
-        for s in 0..stages {
-            init_barrier(full + comptime![s as u32 * BARRIER_BYTES], 1u32);
-            init_barrier(
-                empty + comptime![s as u32 * BARRIER_BYTES],
-                comptime![consumer_units as u32],
-            );
-        }
+        init_ring(full, empty, stages, comptime![consumer_units as u32]);
         if comptime![splits > 1] {
             #[unroll]
             for barrier in 0..splits {
@@ -512,15 +506,6 @@ fn hopper_body<E: Float, R: Size>(
             wait_stores_read();
         }
     }
-}
-
-/// The ring position after (`stage`, `phase`): the next stage, and the phase flipped each time
-/// the ring wraps around.
-#[cube]
-fn next_stage(stage: u32, phase: u32, #[comptime] stages: usize) -> (u32, u32) {
-    let next = stage + 1;
-    let wraps = next == stages as u32;
-    (select(wraps, 0u32, next), select(wraps, phase ^ 1, phase))
 }
 
 /// The k-blocks `[first, end)` of slice `split`, each slice `slice_blocks` long (the last one

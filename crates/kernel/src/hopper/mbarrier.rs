@@ -24,6 +24,32 @@ pub(crate) fn init_barrier(barrier: u32, count: u32) {
     );
 }
 
+/// Initialises a ring's mbarriers, `stages` of each kind, [`BARRIER_BYTES`] apart: the `full`
+/// ones from `full` (one arrival, the producer's, with the bytes of its copies) and the `empty`
+/// ones from `empty` (`consumers` arrivals, one per consumer unit done reading the stage).
+#[cube]
+pub(crate) fn init_ring(
+    full: u32,
+    empty: u32,
+    #[comptime] stages: usize,
+    #[comptime] consumers: u32,
+) {
+    #[unroll]
+    for s in 0..stages {
+        init_barrier(full + comptime![s as u32 * BARRIER_BYTES], 1u32);
+        init_barrier(empty + comptime![s as u32 * BARRIER_BYTES], consumers);
+    }
+}
+
+/// The ring position after (`stage`, `phase`): the next stage, and the phase flipped each time
+/// the ring wraps around.
+#[cube]
+pub(crate) fn next_stage(stage: u32, phase: u32, #[comptime] stages: usize) -> (u32, u32) {
+    let next = stage + 1;
+    let wraps = next == stages as u32;
+    (select(wraps, 0u32, next), select(wraps, phase ^ 1, phase))
+}
+
 /// Arrives once on this cube's mbarrier at shared address `barrier`, releasing this unit's
 /// earlier accesses to shared memory (at the cube's scope) to whoever waits on it.
 #[cube]

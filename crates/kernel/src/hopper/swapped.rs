@@ -367,12 +367,7 @@ pub(crate) fn swapped_partials<R: Size>(
     let col = CUBE_POS_X as usize * comptime![COLUMNS * warpgroups] + plane * 16 + 2 * group;
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
-    let k_first = slice * slice_k as usize;
-    let k_end = select(
-        k_first + slice_k as usize > k,
-        k,
-        k_first + slice_k as usize,
-    );
+    let (k_first, k_end) = slice_bounds(slice, slice_k as usize, k);
     let rhs_at = batch_offset::<f32>(rhs, batch);
     let rhs_sn = rhs.stride(rank - 1);
     // This unit's two columns of the weight; past `n`, the last valid ones: they are the MMA's
@@ -445,10 +440,35 @@ pub(crate) fn swapped_partials<R: Size>(
             mma_stage_a_in_registers::<R>(acc, a, desc + u64::cast_from(slot) * stage_units, rows);
     }
 
-    // The result's column `8 j + 2 q (+ 1)` is row `r` of the output; its rows `g` and `g + 8`
-    // are columns `col` and `col + 1`.
-    let out_rows = partials.shape(1);
-    let base = slice * out_rows + batch * m;
+    store_partials::<R>(partials, acc, slice, batch, col, quad, m, n, rows);
+}
+
+/// The `k` range `[first, end)` of slice `slice`, each slice `slice_k` deep (the last one
+/// ending at `k`).
+#[cube]
+pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, usize) {
+    let first = slice * slice_k;
+    (first, select(first + slice_k > k, k, first + slice_k))
+}
+
+/// Stores a unit's share of one slice's sums (`acc`, the MMA's result for the unit of lane
+/// `4 g + quad`) into `partials` (`[slices, batch * m, n]`): the result's column
+/// `8 j + 2 quad (+ 1)` is row `r` of the output, and its rows `g` and `g + 8` are the weight's
+/// columns `col` and `col + 1`. Rows past `m` and columns past `n` are not stored.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store_partials<R: Size>(
+    partials: &mut Tensor<f32>,
+    acc: Vector<f32, R>,
+    slice: usize,
+    batch: usize,
+    col: usize,
+    quad: usize,
+    m: usize,
+    n: usize,
+    #[comptime] rows: usize,
+) {
+    let base = slice * partials.shape(1) + batch * m;
     #[unroll]
     for j in 0..comptime![rows / 8] {
         #[unroll]
@@ -551,17 +571,23 @@ pub(crate) fn launch(
     };
     let slice_k = slice_k(&dims, processors(client), warpgroups);
     let slices = dims.k.div_ceil(slice_k);
-    if let Some((lhs_layout, rhs_layout)) = tma {
-        let stages = swapped_tma::stages(rows, warpgroups);
-        split_k(
-            client,
-            ops,
-            dtype,
-            dims,
-            epilogue,
-            mask,
-            slices,
-            |lhs, rhs, partials, address_type| {
+    let stages = swapped_tma::stages(rows, warpgroups);
+    let (pairs, pieces) = (copies_in_pairs(&ops.rhs, &dims), copies_in_pieces(&ops.lhs));
+    let grid = CubeCount::Static(
+        dims.n.div_ceil(COLUMNS * warpgroups) as u32,
+        slices as u32,
+        dims.batch as u32,
+    );
+    split_k(
+        client,
+        ops,
+        dtype,
+        dims,
+        epilogue,
+        mask,
+        slices,
+        |lhs, rhs, partials, address_type| match tma {
+            Some((lhs_layout, rhs_layout)) => {
                 let lhs_map = tensor_map(&lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
                 let rhs_map = tensor_map(&rhs, &rhs_layout, [1, CHUNK_K, 32], dtype);
                 // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes,
@@ -570,11 +596,7 @@ pub(crate) fn launch(
                 unsafe {
                     swapped_tma_partials::launch_unchecked(
                         client,
-                        CubeCount::Static(
-                            dims.n.div_ceil(COLUMNS * warpgroups) as u32,
-                            slices as u32,
-                            dims.batch as u32,
-                        ),
+                        grid,
                         CubeDim::new_1d(128 * warpgroups as u32 + 32),
                         address_type,
                         rows / 2,
@@ -592,32 +614,15 @@ pub(crate) fn launch(
                         rhs_layout.batched,
                     );
                 }
-            },
-        );
-        return;
-    }
-    let (pairs, pieces) = (copies_in_pairs(&ops.rhs, &dims), copies_in_pieces(&ops.lhs));
-    split_k(
-        client,
-        ops,
-        dtype,
-        dims,
-        epilogue,
-        mask,
-        slices,
-        |lhs, rhs, partials, address_type| {
-            // SAFETY: the contract check bounded every operand by its buffer; the partials kernel
-            // copies from `lhs` and `rhs` only inside their shapes (rows and columns past the
-            // edges copy the last valid ones, and copies past `k` read no bytes from a valid
+            }
+            // SAFETY: the contract check bounded every operand by its buffer; the partials
+            // kernel copies from `lhs` and `rhs` only inside their shapes (rows and columns past
+            // the edges copy the last valid ones, and copies past `k` read no bytes from a valid
             // address) and writes each partial sum once, inside the buffer it was given.
-            unsafe {
+            None => unsafe {
                 swapped_partials::launch_unchecked(
                     client,
-                    CubeCount::Static(
-                        dims.n.div_ceil(COLUMNS * warpgroups) as u32,
-                        slices as u32,
-                        dims.batch as u32,
-                    ),
+                    grid,
                     CubeDim::new_1d(128 * warpgroups as u32),
                     address_type,
                     rows / 2,
@@ -630,7 +635,7 @@ pub(crate) fn launch(
                     pairs,
                     pieces,
                 );
-            }
+            },
         },
     );
 }

@@ -16,9 +16,11 @@
 //! wasted), where contiguous columns would put all four lines on the same 16 banks.
 
 use crate::hopper::mbarrier::{
-    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_barrier, wait_barrier,
+    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_ring, next_stage, wait_barrier,
 };
-use crate::hopper::swapped::{CHUNK_K, COLUMNS, mma_stage_a_in_registers};
+use crate::hopper::swapped::{
+    CHUNK_K, COLUMNS, mma_stage_a_in_registers, slice_bounds, store_partials,
+};
 use crate::hopper::tma::load_3d;
 use crate::hopper::wgmma::{descriptor, shared_address};
 use cubecl::prelude::*;
@@ -52,15 +54,6 @@ pub(crate) const fn stages(rows: usize, warpgroups: usize) -> usize {
     }
 }
 
-/// The ring position after (`stage`, `phase`): the next stage, and the phase flipped each time
-/// the ring wraps around.
-#[cube]
-fn next_stage(stage: u32, phase: u32, #[comptime] stages: usize) -> (u32, u32) {
-    let next = stage + 1;
-    let wraps = next == stages as u32;
-    (select(wraps, 0u32, next), select(wraps, phase ^ 1, phase))
-}
-
 /// One slice of `k`'s partial sums for `64 warpgroups` weight columns of every row (cube
 /// `(x, y, z)`: column block, slice, batch) into `partials`, `[slices, batch * m, n]`, as
 /// [`swapped_partials`](super::swapped::swapped_partials) writes them. `rhs` is the weight's map
@@ -91,12 +84,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
     let col0 = CUBE_POS_X as usize * comptime![COLUMNS * warpgroups];
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
-    let k_first = slice * slice_k as usize;
-    let k_end = select(
-        k_first + slice_k as usize > k,
-        k,
-        k_first + slice_k as usize,
-    );
+    let (k_first, k_end) = slice_bounds(slice, slice_k as usize, k);
     let chunks = (k_end - k_first).div_ceil(CHUNK_K);
 
     // The ring: the weight's boxes (`[stages][2 warpgroups]` of `[32][32]` f32) and `lhs`'s
@@ -112,14 +100,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
     let full = shared_address::<u64>(&barrier_words);
     let empty = full + comptime![stages as u32 * BARRIER_BYTES];
     if UNIT_POS == 0 {
-        #[unroll]
-        for s in 0..stages {
-            init_barrier(full + comptime![s as u32 * BARRIER_BYTES], 1u32);
-            init_barrier(
-                empty + comptime![s as u32 * BARRIER_BYTES],
-                comptime![consumer_units as u32],
-            );
-        }
+        init_ring(full, empty, stages, comptime![consumer_units as u32]);
         // The barriers' initialisation must be visible to the TMA engine.
         fence_proxy_async();
     }
@@ -215,26 +196,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
             (stage, phase) = next_stage(stage, phase, stages);
         }
 
-        // The result's column `8 j + 2 q (+ 1)` is row `r` of the output; its rows `g` and
-        // `g + 8` are columns `col` and `col + 1`.
-        let out_rows = partials.shape(1);
-        let base = slice * out_rows + batch * m;
-        #[unroll]
-        for j in 0..comptime![rows / 8] {
-            #[unroll]
-            for dr in 0..2usize {
-                let r = 8 * j + 2 * q + dr;
-                if r < m {
-                    let at = (base + r) * n + col;
-                    if col < n {
-                        partials[at] = acc.extract(comptime![4 * j + dr]);
-                    }
-                    if col + 1 < n {
-                        partials[at + 1] = acc.extract(comptime![4 * j + 2 + dr]);
-                    }
-                }
-            }
-        }
+        store_partials::<R>(partials, acc, slice, batch, col, q, m, n, rows);
     }
 }
 
