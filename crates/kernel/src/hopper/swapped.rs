@@ -11,9 +11,9 @@
 //! loads, and its share of `lhs`'s rows, stored with the 128-byte swizzle the MMA reads `B`
 //! with. The copies hold no registers, so the bytes in flight from memory (three stages a cube)
 //! do not compete with the accumulators. Split-K over cubes as in [`few_rows`](super::few_rows),
-//! whose second kernel adds the slices and applies the epilogue. At few rows the weight's bytes set the time; the MMAs make the
-//! arithmetic free up to 128 rows, where f32 FMAs would not keep up with the memory past a few
-//! dozen.
+//! whose second kernel adds the slices and applies the epilogue. At few rows the weight's bytes
+//! set the time; the MMAs make the arithmetic free up to 128 rows, where f32 FMAs would not keep
+//! up with the memory past a few dozen.
 
 use crate::Operands;
 use crate::common::batch_offset;
@@ -573,8 +573,6 @@ pub(crate) fn launch(
     };
     let slice_k = slice_k(&dims, processors(client), warpgroups);
     let slices = dims.k.div_ceil(slice_k);
-    let stages = swapped_tma::stages(rows, warpgroups);
-    let (pairs, pieces) = (copies_in_pairs(&ops.rhs, &dims), copies_in_pieces(&ops.lhs));
     let grid = CubeCount::Static(
         dims.n.div_ceil(COLUMNS * warpgroups) as u32,
         slices as u32,
@@ -591,7 +589,12 @@ pub(crate) fn launch(
         |lhs, rhs, partials, address_type| match tma {
             Some((lhs_layout, rhs_layout)) => {
                 let lhs_map = tensor_map(&lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
-                let rhs_map = tensor_map(&rhs, &rhs_layout, [1, CHUNK_K, 32], dtype);
+                let rhs_map = tensor_map(
+                    &rhs,
+                    &rhs_layout,
+                    [1, CHUNK_K, swapped_tma::BOX_COLUMNS],
+                    dtype,
+                );
                 // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes,
                 // filling past the edges with zeros; the kernel writes each partial sum once,
                 // inside the buffer it was given.
@@ -611,33 +614,37 @@ pub(crate) fn launch(
                         slice_k as u32,
                         rows,
                         warpgroups,
-                        stages,
+                        swapped_tma::stages(rows, warpgroups),
                         lhs_layout.batched,
                         rhs_layout.batched,
                     );
                 }
             }
-            // SAFETY: the contract check bounded every operand by its buffer; the partials
-            // kernel copies from `lhs` and `rhs` only inside their shapes (rows and columns past
-            // the edges copy the last valid ones, and copies past `k` read no bytes from a valid
-            // address) and writes each partial sum once, inside the buffer it was given.
-            None => unsafe {
-                swapped_partials::launch_unchecked(
-                    client,
-                    grid,
-                    CubeDim::new_1d(128 * warpgroups as u32),
-                    address_type,
-                    rows / 2,
-                    lhs.into_tensor_arg(),
-                    rhs.into_tensor_arg(),
-                    partials.into_tensor_arg(),
-                    slice_k as u32,
-                    rows,
-                    warpgroups,
-                    pairs,
-                    pieces,
-                );
-            },
+            None => {
+                let (pairs, pieces) = (copies_in_pairs(&rhs, &dims), copies_in_pieces(&lhs));
+                // SAFETY: the contract check bounded every operand by its buffer; the partials
+                // kernel copies from `lhs` and `rhs` only inside their shapes (rows and columns
+                // past the edges copy the last valid ones, and copies past `k` read no bytes from
+                // a valid address) and writes each partial sum once, inside the buffer it was
+                // given.
+                unsafe {
+                    swapped_partials::launch_unchecked(
+                        client,
+                        grid,
+                        CubeDim::new_1d(128 * warpgroups as u32),
+                        address_type,
+                        rows / 2,
+                        lhs.into_tensor_arg(),
+                        rhs.into_tensor_arg(),
+                        partials.into_tensor_arg(),
+                        slice_k as u32,
+                        rows,
+                        warpgroups,
+                        pairs,
+                        pieces,
+                    );
+                }
+            }
         },
     );
 }

@@ -30,8 +30,11 @@ use cubecl::prelude::*;
 /// unit let two cubes of 160 units share a multiprocessor, where two of 288 did not fit).
 pub(crate) const WARPGROUPS: usize = 1;
 
-/// Bytes of one weight box: 32 lines of `k`, 32 f32 columns each.
-const BOX_BYTES: usize = CHUNK_K * 32 * 4;
+/// Weight columns in one box: one 128-byte swizzle line of f32.
+pub(crate) const BOX_COLUMNS: usize = 32;
+
+/// Bytes of one weight box: [`CHUNK_K`] lines of `k`, [`BOX_COLUMNS`] f32 columns each.
+const BOX_BYTES: usize = CHUNK_K * BOX_COLUMNS * 4;
 
 /// Shared memory a cube's ring may take: two cubes fit a multiprocessor.
 const RING_BYTES: usize = 100 * 1024;
@@ -127,7 +130,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
             let a_at = a_ring + stage * a_stage_bytes;
             #[unroll]
             for p in 0..comptime![2 * warpgroups] {
-                let col = (col0 + comptime![32 * p]) as i32;
+                let col = (col0 + comptime![BOX_COLUMNS * p]) as i32;
                 load_3d::<f32>(
                     rhs,
                     a_at + comptime![(p * BOX_BYTES) as u32],
@@ -159,12 +162,12 @@ pub(crate) fn swapped_tma_partials<R: Size>(
         let a_box = 2 * warpgroup + warp / 2;
         let group = 2 * (g / 2) + warp % 2;
         let within = 2 * (g % 2);
-        let col = col0 + 32 * a_box + 4 * group + within;
+        let col = col0 + BOX_COLUMNS * a_box + 4 * group + within;
         // Its pairs in a stage (in pairs of f32): lines `8 t + q` and `8 t + q + 4` of the box
         // (`t` the `k8` step, 256 f32 further each), each at its swizzled group.
         let box_at = a_box * comptime![BOX_BYTES / 4];
-        let first = (box_at + q * 32 + (group ^ q) * 4 + within) / 2;
-        let second = (box_at + (q + 4) * 32 + (group ^ (q + 4)) * 4 + within) / 2;
+        let first = (box_at + q * BOX_COLUMNS + (group ^ q) * 4 + within) / 2;
+        let second = (box_at + (q + 4) * BOX_COLUMNS + (group ^ (q + 4)) * 4 + within) / 2;
         let a_stage_pairs = comptime![2 * warpgroups * BOX_BYTES / 8];
 
         let b_base = descriptor(shared_address::<f32>(&smem_b), 16u64, 1024u64);
