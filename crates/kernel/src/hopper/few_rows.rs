@@ -58,8 +58,7 @@ pub(crate) fn few_rows_partials<F: Float>(
     let col = CUBE_POS_X as usize * UNITS + unit;
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
-    let k0 = slice * SLICE_K;
-    let k_end = select(k0 + SLICE_K > k, k, k0 + SLICE_K);
+    let (k0, k_end) = slice_bounds(slice, SLICE_K, k);
     let lhs_offset = batch_offset::<F>(lhs, batch);
     let rhs_offset = batch_offset::<F>(rhs, batch);
 
@@ -144,6 +143,14 @@ fn add_weight_row(
             acc[comptime![4 * g + e]] += x.extract(e) * weight;
         }
     }
+}
+
+/// The `k` range `[first, end)` of slice `slice`, each slice `slice_k` deep (the last one
+/// ending at `k`): split-K's slices, here and in [`swapped`](super::swapped).
+#[cube]
+pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, usize) {
+    let first = slice * slice_k;
+    (first, select(first + slice_k > k, k, first + slice_k))
 }
 
 /// Adds a column's partial sums for one row of one batch (cube `(x, y, z)`: 256 columns, row

@@ -19,7 +19,7 @@ use crate::Operands;
 use crate::common::batch_offset;
 use crate::contract::Dims;
 use crate::hopper::Epilogue;
-use crate::hopper::few_rows::split_k;
+use crate::hopper::few_rows::{slice_bounds, split_k};
 use crate::hopper::mbarrier::fence_proxy_async;
 use crate::hopper::plan::{LhsMajor, MapLayout, RhsMajor, plan};
 use crate::hopper::swapped_tma::{self, swapped_tma_partials};
@@ -443,14 +443,6 @@ pub(crate) fn swapped_partials<R: Size>(
     }
 
     store_partials::<R>(partials, acc, slice, batch, col, quad, m, n, rows);
-}
-
-/// The `k` range `[first, end)` of slice `slice`, each slice `slice_k` deep (the last one
-/// ending at `k`).
-#[cube]
-pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, usize) {
-    let first = slice * slice_k;
-    (first, select(first + slice_k > k, k, first + slice_k))
 }
 
 /// Stores a unit's share of one slice's sums (`acc`, the MMA's result for the unit of lane

@@ -15,12 +15,11 @@
 //! swizzle then spreads the warp's 256 bytes evenly over the 32 banks (two wavefronts, none
 //! wasted), where contiguous columns would put all four lines on the same 16 banks.
 
+use crate::hopper::few_rows::slice_bounds;
 use crate::hopper::mbarrier::{
     BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_ring, next_stage, wait_barrier,
 };
-use crate::hopper::swapped::{
-    CHUNK_K, COLUMNS, mma_stage_a_in_registers, slice_bounds, store_partials,
-};
+use crate::hopper::swapped::{CHUNK_K, COLUMNS, mma_stage_a_in_registers, store_partials};
 use crate::hopper::tma::load_3d;
 use crate::hopper::wgmma::{descriptor, shared_address};
 use cubecl::prelude::*;
