@@ -146,7 +146,8 @@ fn add_weight_row(
 }
 
 /// The `k` range `[first, end)` of slice `slice`, each slice `slice_k` deep (the last one
-/// ending at `k`): split-K's slices, here and in [`swapped`](super::swapped).
+/// ending at `k`): split-K's slices, here, in [`swapped`](super::swapped) and in
+/// [`swapped_tma`](super::swapped_tma).
 #[cube]
 pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, usize) {
     let first = slice * slice_k;
