@@ -497,14 +497,15 @@ fn rows_for(m: usize) -> usize {
 }
 
 /// Depth of one slice of `k` for cubes of `warpgroups` warpgroups: a whole number of stages, `k`
-/// split so that every multiprocessor has about [`cubes_per_processor()`] cubes.
+/// split so that every multiprocessor has at most [`cubes_per_processor()`] cubes. At most, not
+/// about: the cubes run in rounds of as many as fit at once, and one slice more than fits
+/// starts a round that leaves most multiprocessors idle (at `1 x 128 x 4096 x 4096`, 9 slices
+/// of 64 column blocks are 576 cubes, 2.2 rounds of 264, where 8 slices are 1.9).
 fn slice_k(dims: &Dims, processors: usize, warpgroups: usize) -> usize {
     let rows = rows_for(dims.m);
     let blocks = dims.n.div_ceil(COLUMNS * warpgroups) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
-    let wanted = (processors * cubes_per_processor(rows))
-        .div_ceil(blocks)
-        .clamp(1, chunks);
+    let wanted = (processors * cubes_per_processor(rows) / blocks).clamp(1, chunks);
     // Never more than the grid's y allows.
     let per_slice = chunks
         .div_ceil(wanted)
@@ -663,16 +664,19 @@ mod tests {
     #[test]
     fn slices_fill_the_processors_in_whole_stages() {
         let dims = |batch, m, k, n| Dims { m, n, k, batch };
-        // 64 column blocks on 132 multiprocessors, two cubes each: 5 slices of 26 stages.
+        // 64 column blocks on 132 multiprocessors, at most two cubes each: 4 slices of 32
+        // stages (256 cubes; 5 slices would be 320, more than 264).
         let depth = slice_k(&dims(1, 16, 4096, 4096), 132, 1);
         assert_eq!(depth % CHUNK_K, 0);
-        assert_eq!((depth, 4096usize.div_ceil(depth)), (832, 5));
-        // 32 column blocks of two warpgroups at 128 rows, four cubes each: 16 slices of 8 stages;
-        // 64 blocks of one warpgroup: 9 slices of 15 stages.
+        assert_eq!((depth, 4096usize.div_ceil(depth)), (1024, 4));
+        // 32 column blocks of two warpgroups at 128 rows, at most four cubes each: 16 slices of
+        // 8 stages; 64 blocks of one warpgroup: 8 slices of 16 stages.
         let depth = slice_k(&dims(1, 128, 4096, 4096), 132, 2);
         assert_eq!((depth, 4096usize.div_ceil(depth)), (256, 16));
         let depth = slice_k(&dims(1, 128, 4096, 4096), 132, 1);
-        assert_eq!((depth, 4096usize.div_ceil(depth)), (480, 9));
+        assert_eq!((depth, 4096usize.div_ceil(depth)), (512, 8));
+        // More column blocks than multiprocessors can take twice: one slice.
+        assert_eq!(slice_k(&dims(1, 16, 4096, 32768), 132, 1), 4096);
         // 128 blocks: `k` of 128 in four slices of one stage.
         assert_eq!(slice_k(&dims(64, 128, 128, 128), 132, 2), 32);
         // The grid's y holds at most 65,535 slices.
