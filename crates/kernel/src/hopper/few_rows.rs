@@ -15,6 +15,7 @@ use crate::Operands;
 use crate::common::{address_type, batch_offset, relu};
 use crate::contract::Dims;
 use crate::hopper::Epilogue;
+use crate::hopper::swapped::copies_in_vectors;
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
@@ -154,72 +155,111 @@ pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, us
     (first, select(first + slice_k > k, k, first + slice_k))
 }
 
-/// Adds a column's partial sums for one row of one batch (cube `(x, y, z)`: 256 columns, row
-/// `y`, batch `z`), then, under the fused epilogues, the bias and the ReLU; under
-/// [`Epilogue::BiasReluMask`] each plane of 32 columns also ORs its bits into the row's mask
-/// word (set where the stored value is not `<= 0`), so the mask needs no pass of its own.
+/// Output columns of one cube of the second kernel, in vectors of `N` columns.
+const FINISH_VECTORS: usize = 64;
+/// Groups of slices a cube of the second kernel sums side by side: unit `u` sums the slices
+/// `s` with `s % SLICE_GROUPS == u / FINISH_VECTORS`, so that a cube has four times the loads in
+/// flight that one unit a column would (at one row the grid is a few cubes, each unit's slices
+/// one after the other).
+const SLICE_GROUPS: usize = 4;
+
+/// Adds the partial sums of `FINISH_VECTORS N` columns for one row of one batch (cube
+/// `(x, y, z)`: column block, row `y`, batch `z`), `N` adjacent columns a unit (4 where the
+/// output's rows allow 16-byte loads and stores, else 1), then, under the fused epilogues, the
+/// bias and the ReLU; under [`Epilogue::BiasReluMask`] the units of each 32 columns also OR
+/// their bits into the row's mask word (set where the stored value is not `<= 0`), so the mask
+/// needs no pass of its own. Each of the [`SLICE_GROUPS`] groups of units sums every fourth
+/// slice, then the first group adds the groups' sums in group order: the same sum whatever the
+/// grid, for the same slices.
 #[cube(launch_unchecked, address_type = "dynamic")]
-fn few_rows_finish<F: Float>(
-    partials: &Tensor<f32>,
+pub(crate) fn few_rows_finish<F: Float, N: Size>(
+    partials: &Tensor<Vector<f32, N>>,
     bias: &Tensor<F>,
-    output: &mut Tensor<F>,
+    output: &mut Tensor<Vector<F, N>>,
     mask: &mut Tensor<u32>,
     #[comptime] epilogue: Epilogue,
     #[define(F)] _dtype: ElemType,
 ) {
+    let size = N::value();
     let slices = partials.shape(0);
-    let total = partials.shape(1) * partials.shape(2);
     let rank = output.rank();
     let m = output.shape(rank - 2);
     let n = output.shape(rank - 1);
-    let lane = UNIT_POS % 32;
-    let col = CUBE_POS_X as usize * UNITS + UNIT_POS as usize;
+    // Vectors of one slice; `n % N == 0`, so none straddles a row.
+    let slice_vectors = partials.shape(1) * n / size;
+    let unit = UNIT_POS as usize;
+    let group = unit / FINISH_VECTORS;
+    let vector = unit % FINISH_VECTORS;
+    let col = (CUBE_POS_X as usize * FINISH_VECTORS + vector) * size;
     let row = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
-    let index = (batch * m + row) * n + col;
-    let mut bit = 0u32;
+    let index = ((batch * m + row) * n + col) / size;
+
+    let mut sums = Shared::<[Vector<f32, N>]>::new_slice(comptime![SLICE_GROUPS * FINISH_VECTORS]);
+    let mut sum = Vector::<f32, N>::new(0.0);
     if col < n {
-        // In slice order, so the sum is the same whatever the batching of its loads.
-        let mut sum = 0.0f32;
-        let mut part = Array::<f32>::new(SUMS_IN_FLIGHT);
-        let mut s = 0;
-        while s + SUMS_IN_FLIGHT <= slices {
+        // In slice order within the group, so the sum is the same whatever the batching of its
+        // loads.
+        let mut part = Array::<Vector<f32, N>>::new(SUMS_IN_FLIGHT);
+        let mut s = group;
+        while s + comptime![(SUMS_IN_FLIGHT - 1) * SLICE_GROUPS] < slices {
             #[unroll]
             for i in 0..SUMS_IN_FLIGHT {
-                part[i] = partials[(s + i) * total + index];
+                part[i] = partials[(s + comptime![i * SLICE_GROUPS]) * slice_vectors + index];
             }
             #[unroll]
             for i in 0..SUMS_IN_FLIGHT {
                 sum += part[i];
             }
-            s += SUMS_IN_FLIGHT;
+            s += comptime![SUMS_IN_FLIGHT * SLICE_GROUPS];
         }
         while s < slices {
-            sum += partials[s * total + index];
-            s += 1;
+            sum += partials[s * slice_vectors + index];
+            s += SLICE_GROUPS;
         }
-        if comptime![epilogue.bias_relu()] {
-            let offset = batch_offset::<F>(bias, batch);
-            let at = offset + row * bias.stride(rank - 2) + col * bias.stride(rank - 1);
-            sum = relu(sum + f32::cast_from(bias[at]));
-        }
-        let value = F::cast_from(sum);
-        output[index] = value;
-        // The bit follows the stored value, as the backward reads it.
-        bit = select(value <= F::from_int(0), 0u32, 1u32 << lane);
     }
-    if comptime![epilogue.writes_mask()] {
-        // Every lane of the plane takes part, past `n` too (with a zero bit); the lanes' bits
-        // are distinct, so the OR is the word.
-        bit |= plane_shuffle_xor(bit, 1u32);
-        bit |= plane_shuffle_xor(bit, 2u32);
-        bit |= plane_shuffle_xor(bit, 4u32);
-        bit |= plane_shuffle_xor(bit, 8u32);
-        bit |= plane_shuffle_xor(bit, 16u32);
-        let row_words = mask.shape(mask.rank() - 1);
-        let word = col / 32;
-        if lane == 0 && word < row_words {
-            mask[(batch * m + row) * row_words + word] = bit;
+    sums[unit] = sum;
+    sync_cube();
+
+    // The first group: whole planes, so the mask's shuffles below have every lane.
+    if group == 0 {
+        let lane = UNIT_POS % 32;
+        let mut bits = 0u32;
+        if col < n {
+            let mut total = sums[vector];
+            #[unroll]
+            for g in 1..SLICE_GROUPS {
+                total += sums[comptime![g * FINISH_VECTORS] + vector];
+            }
+            let mut value = Vector::<F, N>::empty();
+            let offset = batch_offset::<F>(bias, batch);
+            let (bias_sm, bias_sn) = (bias.stride(rank - 2), bias.stride(rank - 1));
+            #[unroll]
+            for e in 0..size {
+                let mut x = total.extract(e);
+                if comptime![epilogue.bias_relu()] {
+                    let at = offset + row * bias_sm + (col + e) * bias_sn;
+                    x = relu(x + f32::cast_from(bias[at]));
+                }
+                let stored = F::cast_from(x);
+                value.insert(e, stored);
+                // The bit follows the stored value, as the backward reads it.
+                bits |= select(stored <= F::from_int(0), 0u32, 1u32) << ((col + e) % 32) as u32;
+            }
+            output[index] = value;
+        }
+        if comptime![epilogue.writes_mask()] {
+            // The `32 / N` lanes of a word, past `n` too (with zero bits); their bits are
+            // distinct, so the OR is the word.
+            #[unroll]
+            for step in 0..comptime![(32 / size).trailing_zeros()] {
+                bits |= plane_shuffle_xor(bits, comptime![1u32 << step]);
+            }
+            let row_words = mask.shape(mask.rank() - 1);
+            let word = col / 32;
+            if lane % comptime![(32 / size) as u32] == 0 && word < row_words {
+                mask[(batch * m + row) * row_words + word] = bits;
+            }
         }
     }
 }
@@ -333,19 +373,28 @@ fn finish(
     dims: Dims,
     address_type: AddressType,
 ) {
+    // Four columns a unit where the output's rows are whole 16-byte vectors (the partial sums,
+    // `[slices, rows, n]` f32, then are too).
+    let vector = if dims.n.is_multiple_of(4) && copies_in_vectors(&out, 4) {
+        4
+    } else {
+        1
+    };
     // SAFETY: `partials` holds every slice's sums of the output's rows; the kernel reads those
-    // and the bias inside their shapes, and writes the dense output and, under the mask
-    // epilogue, each of the mask's words once (the caller checked its layout).
+    // and the bias inside their shapes, and writes the dense output (a vector of it whole or
+    // wholly past `n`) and, under the mask epilogue, each of the mask's words once (the caller
+    // checked its layout).
     unsafe {
         few_rows_finish::launch_unchecked(
             client,
             CubeCount::Static(
-                dims.n.div_ceil(UNITS) as u32,
+                dims.n.div_ceil(FINISH_VECTORS * vector) as u32,
                 dims.m as u32,
                 dims.batch as u32,
             ),
-            CubeDim::new_1d(UNITS as u32),
+            CubeDim::new_1d((SLICE_GROUPS * FINISH_VECTORS) as u32),
             address_type,
+            vector,
             partials.into_tensor_arg(),
             bias.into_tensor_arg(),
             out.into_tensor_arg(),

@@ -528,7 +528,7 @@ fn copies_in_pieces(lhs: &TensorBinding) -> bool {
 /// Whether an f32 operand's rows can be copied `elems` elements at a time, aligned: its last
 /// stride 1, every other stride a multiple of `elems`, and its start a multiple of `elems`
 /// elements into its buffer.
-fn copies_in_vectors(binding: &TensorBinding, elems: usize) -> bool {
+pub(crate) fn copies_in_vectors(binding: &TensorBinding, elems: usize) -> bool {
     let (last, others) = binding.strides.split_last().expect("a matrix has two dims");
     *last == 1
         && others.iter().all(|s| s.is_multiple_of(elems))
