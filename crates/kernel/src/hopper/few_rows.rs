@@ -14,41 +14,68 @@
 use crate::Operands;
 use crate::common::{address_type, batch_offset, relu};
 use crate::contract::Dims;
-use crate::hopper::Epilogue;
 use crate::hopper::swapped::copies_in_vectors;
+use crate::hopper::{Epilogue, processors};
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
 use cubecl::zspace::Tiling;
 
-/// Units per cube, one output column each.
+/// Units per cube, one vector of output columns each.
 const UNITS: usize = 256;
-/// Depth of one slice of `k` (one cube's share of a column block's sum).
+/// Depth of one slice of `k` (one cube's share of a column block's sum) where a unit reads one
+/// weight column.
 const SLICE_K: usize = 128;
-/// Weight rows a unit loads before their FMAs (the loads it keeps in flight) at `rows` rows. The
-/// kernel is bound by the loads in flight where its registers allow few cubes: on an H200 at 8
-/// and 16 rows, two or three cubes a multiprocessor either way, 16 loads beat 8 (0.039 against
-/// 0.044 ms at `1 x 16 x 4096 x 4096`, 0.087 against 0.100 at `1 x 8 x 4096 x 16384`). At 4
-/// rows 16 loads cost a cube a multiprocessor (80 registers a unit against 64) and were 5%
-/// slower; at 32 rows, where the FMAs weigh more, 1-4% slower.
-const fn loads_in_flight(rows: usize) -> usize {
-    if rows == 8 || rows == 16 { 16 } else { 8 }
+/// The deepest slice where a unit reads [`VECTOR`] columns (the `lhs` tile's capacity); the
+/// depth itself is chosen per problem ([`vector_slice_k`]), since a cube's 256 units span four
+/// times the columns and the grid needs more slices to fill the device.
+const VECTOR_SLICE_K: usize = 256;
+/// Weight columns a unit reads in one 16-byte load where the weight's rows allow it.
+const VECTOR: usize = 4;
+/// The most rows read with [`VECTOR`]-column loads: a unit's sums are `rows x 4` registers; at
+/// 8 rows that is 96 registers a unit (`ptxas -c`), two cubes a multiprocessor, fewer bytes in
+/// flight than 16 scalar loads in three.
+const VECTOR_ROWS: usize = 4;
+/// Cubes of [`VECTOR`] columns a multiprocessor holds at once (66 registers a unit, allocated
+/// as 72: three cubes of 256 units), which the grid is sized to: one round.
+const VECTOR_CUBES_PER_PROCESSOR: usize = 3;
+/// Weight rows a unit loads before their FMAs (the loads it keeps in flight) at `rows` rows,
+/// `vector` columns a load. The kernel is bound by the bytes in flight where its registers
+/// allow few cubes: on an H200 at 8 and 16 rows, two or three cubes a multiprocessor either
+/// way, 16 scalar loads beat 8 (0.039 against 0.044 ms at `1 x 16 x 4096 x 4096`, 0.087
+/// against 0.100 at `1 x 8 x 4096 x 16384`). At 4 rows 16 loads cost a cube a multiprocessor
+/// (80 registers a unit against 64) and were 5% slower; at 32 rows, where the FMAs weigh more,
+/// 1-4% slower. Four 16-byte loads keep twice the bytes of eight scalar ones in flight, in 16
+/// registers.
+const fn loads_in_flight(rows: usize, vector: usize) -> usize {
+    if vector > 1 {
+        3
+    } else if rows == 8 || rows == 16 {
+        16
+    } else {
+        8
+    }
 }
 /// Partial sums the second kernel loads before adding them, for the same reason.
 const SUMS_IN_FLIGHT: usize = 8;
 /// The row counts compiled: a problem takes the smallest that holds its `m`.
 pub(crate) const ROWS: [usize; 4] = [4, 8, 16, 32];
 
-/// One slice of `k`'s partial sums for 256 columns of every row (cube `(x, y, z)`: column block,
-/// slice, batch) into `partials`, `[slices, batch * m, n]`.
+/// One slice of `k`'s partial sums for `256 N` columns of every row (cube `(x, y, z)`: column
+/// block, slice, batch) into `partials`, `[slices, batch * m, n]`; each unit reads `N`
+/// adjacent weight columns at once (`N = 1`, or 4 where `n` and the weight's rows allow
+/// 16-byte loads).
 #[cube(launch_unchecked, address_type = "dynamic")]
-pub(crate) fn few_rows_partials<F: Float>(
+pub(crate) fn few_rows_partials<F: Float, N: Size>(
     lhs: &Tensor<F>,
-    rhs: &Tensor<F>,
-    partials: &mut Tensor<f32>,
+    rhs: &Tensor<Vector<F, N>>,
+    partials: &mut Tensor<Vector<f32, N>>,
+    slice_k: u32,
     #[comptime] rows: usize,
+    #[comptime] capacity: usize,
     #[define(F)] _dtype: ElemType,
 ) {
+    let size = rhs.vector_size();
     let rank = lhs.rank();
     let m = lhs.shape(rank - 2);
     let k = lhs.shape(rank - 1);
@@ -56,21 +83,23 @@ pub(crate) fn few_rows_partials<F: Float>(
     let (lhs_sm, lhs_sk) = (lhs.stride(rank - 2), lhs.stride(rank - 1));
     let (rhs_sk, rhs_sn) = (rhs.stride(rank - 2), rhs.stride(rank - 1));
     let unit = UNIT_POS as usize;
-    let col = CUBE_POS_X as usize * UNITS + unit;
+    // The unit's first column; its vector is whole or wholly past `n` (`n % N == 0`).
+    let col = (CUBE_POS_X as usize * UNITS + unit) * size;
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
-    let (k0, k_end) = slice_bounds(slice, SLICE_K, k);
+    let (k0, k_end) = slice_bounds(slice, slice_k as usize, k);
     let lhs_offset = batch_offset::<F>(lhs, batch);
-    let rhs_offset = batch_offset::<F>(rhs, batch);
+    let rhs_offset = batch_offset::<Vector<F, N>>(rhs, batch);
 
-    // The slice of `lhs`, `[SLICE_K][rows]` as vectors of 4 rows, zero past `m` and `k`: a
-    // unit reads 4 rows of one `k` in one 16-byte load, the same address across the plane (a
-    // broadcast), so that shared-memory reads stay a quarter of the FMAs.
-    let mut tile = Shared::<[Vector<f32, Const<4>>]>::new_slice(comptime![SLICE_K * rows / 4]);
+    // The slice of `lhs`, `[capacity][rows]` (`slice_k <= capacity` of them the slice's) as
+    // vectors of 4 rows, zero past `m` and `k`: a unit reads 4 rows of one `k` in one 16-byte
+    // load, the same address across the plane (a broadcast), so that shared-memory reads stay a
+    // quarter of the FMAs.
+    let mut tile = Shared::<[Vector<f32, Const<4>>]>::new_slice(comptime![capacity * rows / 4]);
     #[unroll]
-    for i in 0..comptime![(SLICE_K * rows / 4).div_ceil(UNITS)] {
+    for i in 0..comptime![(capacity * rows / 4).div_ceil(UNITS)] {
         let v = unit + i * UNITS;
-        if v < comptime![SLICE_K * rows / 4] {
+        if v < comptime![capacity * rows / 4] {
             let kk = v / comptime![rows / 4];
             let r0 = (v % comptime![rows / 4]) * 4;
             let mut values = Vector::<f32, Const<4>>::empty();
@@ -89,51 +118,55 @@ pub(crate) fn few_rows_partials<F: Float>(
     sync_cube();
 
     if col < n {
-        let mut acc = Array::<f32>::new(rows);
+        let mut acc = Array::<Vector<f32, N>>::new(rows);
         #[unroll]
         for r in 0..rows {
-            acc[r] = 0.0;
+            acc[r] = Vector::<f32, N>::new(0.0);
         }
-        let unroll = comptime![loads_in_flight(rows)];
-        let mut w = Array::<f32>::new(unroll);
-        let column = rhs_offset + col * rhs_sn;
+        let vector = N::value();
+        let unroll = comptime![loads_in_flight(rows, vector)];
+        let mut w = Array::<Vector<f32, N>>::new(unroll);
+        // Element offsets, in vectors: under `N > 1` the weight's rows are contiguous and its
+        // strides and start multiples of `N` (the launch checked), so these divide exactly.
+        let column = (rhs_offset + col * rhs_sn) / size;
+        let row_step = rhs_sk / size;
         let mut kk = k0;
         while kk + unroll <= k_end {
             #[unroll]
             for u in 0..unroll {
-                w[u] = f32::cast_from(rhs[column + (kk + u) * rhs_sk]);
+                w[u] = Vector::<f32, N>::cast_from(rhs[column + (kk + u) * row_step]);
             }
             #[unroll]
             for u in 0..unroll {
                 let at = (kk - k0 + u) * comptime![rows / 4];
-                add_weight_row(&mut acc, &tile, at, w[u], rows);
+                add_weight_row::<N>(&mut acc, &tile, at, w[u], rows);
             }
             kk += unroll;
         }
         while kk < k_end {
-            let weight = f32::cast_from(rhs[column + kk * rhs_sk]);
+            let weight = Vector::<f32, N>::cast_from(rhs[column + kk * row_step]);
             let at = (kk - k0) * comptime![rows / 4];
-            add_weight_row(&mut acc, &tile, at, weight, rows);
+            add_weight_row::<N>(&mut acc, &tile, at, weight, rows);
             kk += 1;
         }
         let out_rows = partials.shape(1);
         #[unroll]
         for r in 0..rows {
             if r < m {
-                partials[(slice * out_rows + batch * m + r) * n + col] = acc[r];
+                partials[((slice * out_rows + batch * m + r) * n + col) / size] = acc[r];
             }
         }
     }
 }
 
 /// `acc[r] += lhs[r] * weight` for each of the `rows` rows of one `k` of the `lhs` tile, which
-/// start at vector `at` (four rows a vector).
+/// start at vector `at` (four rows a vector); `weight` holds `N` adjacent columns.
 #[cube]
-fn add_weight_row(
-    acc: &mut Array<f32>,
+fn add_weight_row<N: Size>(
+    acc: &mut Array<Vector<f32, N>>,
     tile: &[Vector<f32, Const<4>>],
     at: usize,
-    weight: f32,
+    weight: Vector<f32, N>,
     #[comptime] rows: usize,
 ) {
     #[unroll]
@@ -141,7 +174,7 @@ fn add_weight_row(
         let x = tile[at + g];
         #[unroll]
         for e in 0..4usize {
-            acc[comptime![4 * g + e]] += x.extract(e) * weight;
+            acc[comptime![4 * g + e]] += Vector::<f32, N>::new(x.extract(e)) * weight;
         }
     }
 }
@@ -286,7 +319,16 @@ pub(crate) fn launch(
         .into_iter()
         .find(|&rows| dims.m <= rows)
         .expect("the caller checked `takes`");
-    let slices = dims.k.div_ceil(SLICE_K);
+    let vector_depth = vector_slice_k(&dims, processors(client));
+    let vector = match vector_depth {
+        Some(_) if rows <= VECTOR_ROWS && vectors_fit(&ops.rhs, &dims) => VECTOR,
+        _ => 1,
+    };
+    let (slice_k, capacity) = match vector_depth {
+        Some(depth) if vector > 1 => (depth, VECTOR_SLICE_K),
+        _ => (SLICE_K, SLICE_K),
+    };
+    let slices = dims.k.div_ceil(slice_k);
     split_k(
         client,
         ops,
@@ -297,27 +339,58 @@ pub(crate) fn launch(
         slices,
         |lhs, rhs, partials, address_type| {
             // SAFETY: the contract check bounded every operand by its buffer; the partials kernel
-            // reads `lhs` and `rhs` only inside their shapes and writes each partial sum once,
-            // inside the buffer it was given.
+            // reads `lhs` and `rhs` only inside their shapes (a vector of `rhs` is whole or
+            // wholly past `n`) and writes each partial sum once, inside the buffer it was given.
             unsafe {
                 few_rows_partials::launch_unchecked(
                     client,
                     CubeCount::Static(
-                        dims.n.div_ceil(UNITS) as u32,
+                        dims.n.div_ceil(UNITS * vector) as u32,
                         slices as u32,
                         dims.batch as u32,
                     ),
                     CubeDim::new_1d(UNITS as u32),
                     address_type,
+                    vector,
                     lhs.into_tensor_arg(),
                     rhs.into_tensor_arg(),
                     partials.into_tensor_arg(),
+                    slice_k as u32,
                     rows,
+                    capacity,
                     dtype,
                 );
             }
         },
     );
+}
+
+/// Whether the weight can be read [`VECTOR`] columns at a time: its rows contiguous with `n`,
+/// every other stride and its start multiples of it (aligned 16-byte loads that never straddle
+/// a row's end).
+fn vectors_fit(rhs: &TensorBinding, dims: &Dims) -> bool {
+    let (last, others) = rhs.strides.split_last().expect("a matrix has two dims");
+    *last == 1
+        && dims.n.is_multiple_of(VECTOR)
+        && others.iter().all(|s| s.is_multiple_of(VECTOR))
+        && rhs
+            .handle
+            .offset_start
+            .unwrap_or(0)
+            .is_multiple_of((VECTOR * size_of::<f32>()) as u64)
+}
+
+/// The slice depth where a unit reads [`VECTOR`] columns: `k` split into as many slices as
+/// keep the grid within one round of resident cubes ([`VECTOR_CUBES_PER_PROCESSOR`] a
+/// multiprocessor), a multiple of the 4 loads a unit keeps in flight (no tail loop but at `k`'s
+/// end); `None`
+/// where that depth would pass the tile's capacity (too many column blocks to split `k` that
+/// finely) or the grid's 65,535 slices.
+fn vector_slice_k(dims: &Dims, processors: usize) -> Option<usize> {
+    let blocks = dims.n.div_ceil(UNITS * VECTOR) * dims.batch;
+    let wanted = (processors * VECTOR_CUBES_PER_PROCESSOR / blocks).max(1);
+    let depth = dims.k.div_ceil(wanted).next_multiple_of(4);
+    (depth <= VECTOR_SLICE_K && dims.k.div_ceil(depth) <= u16::MAX as usize).then_some(depth)
 }
 
 /// Split-K in two launches: `partials_kernel` writes each of `slices` slices of `k`'s sums of
@@ -429,5 +502,18 @@ mod tests {
             (rows(1), rows(4), rows(5), rows(16), rows(17)),
             (Some(4), Some(4), Some(8), Some(16), Some(32))
         );
+    }
+
+    #[test]
+    fn vector_slices_fill_one_round_of_resident_cubes() {
+        // 4 column blocks of 1024 on 132 multiprocessors, three cubes each: 99 slices wanted,
+        // 44 deep (a multiple of 4), so 94 slices, 376 cubes within 396.
+        assert_eq!(vector_slice_k(&dims(1, 1, 4096, 4096), 132), Some(44));
+        // 8 blocks at `8192 x 8192`: 49 slices wanted, 168 deep, 49 slices, 392 cubes.
+        assert_eq!(vector_slice_k(&dims(1, 1, 8192, 8192), 132), Some(168));
+        // More blocks than resident cubes: one slice would be all of `k`, past the tile.
+        assert_eq!(vector_slice_k(&dims(1, 1, 4096, 1 << 20), 132), None);
+        // A short `k` is one slice of its own depth, rounded up.
+        assert_eq!(vector_slice_k(&dims(1, 1, 30, 4096), 132), Some(4));
     }
 }

@@ -287,11 +287,16 @@ fn every_configuration_compiles_to_cuda_with_its_instructions() {
     }
 }
 
-/// The few-row kernel's partial sums, for each row count: the `lhs` tile is read as 16-byte
-/// vectors (`ld.shared.v4` once through the assembler), a quarter of the FMAs.
+/// The few-row kernel's partial sums, for each row count and weight vector width: the `lhs`
+/// tile is read as 16-byte vectors (`ld.shared.v4` once through the assembler), a quarter of
+/// the FMAs, and under four columns a unit the weight too.
 #[test]
 fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
-    for rows in ROWS {
+    for (rows, vector, capacity) in ROWS
+        .into_iter()
+        .map(|rows| (rows, 1, 128))
+        .chain([(4, 4, 256)])
+    {
         let settings = KernelSettings::new(
             *CubeDim::new_1d(256),
             ExecutionMode::Unchecked,
@@ -304,16 +309,17 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
             tensor_arg(),
             tensor_arg(),
             tensor_arg(),
+            (),
+            vector,
             rows,
+            capacity,
             Operand::Tf32.elem_type(),
         )
         .define();
-        let source = compile(definition, &format!("few rows {rows}"));
-        dump(&format!("few_rows_{rows}.cu"), &source);
-        assert!(
-            source.contains("float_4"),
-            "few rows {rows}: no vector tile"
-        );
+        let name = format!("few_rows_{rows}_v{vector}");
+        let source = compile(definition, &name);
+        dump(&format!("{name}.cu"), &source);
+        assert!(source.contains("float_4"), "{name}: no vector tile");
     }
 }
 
