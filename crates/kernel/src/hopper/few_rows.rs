@@ -370,15 +370,7 @@ pub(crate) fn launch(
 /// every other stride and its start multiples of it (aligned 16-byte loads that never straddle
 /// a row's end).
 fn vectors_fit(rhs: &TensorBinding, dims: &Dims) -> bool {
-    let (last, others) = rhs.strides.split_last().expect("a matrix has two dims");
-    *last == 1
-        && dims.n.is_multiple_of(VECTOR)
-        && others.iter().all(|s| s.is_multiple_of(VECTOR))
-        && rhs
-            .handle
-            .offset_start
-            .unwrap_or(0)
-            .is_multiple_of((VECTOR * size_of::<f32>()) as u64)
+    dims.n.is_multiple_of(VECTOR) && copies_in_vectors(rhs, VECTOR)
 }
 
 /// The slice depth where a unit reads [`VECTOR`] columns: `k` split into as many slices as
