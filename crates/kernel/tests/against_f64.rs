@@ -248,11 +248,14 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[1, 20, 1028], &[1, 1028, 4100], &[4100], false),
         (&[3, 50, 4096], &[3, 4096, 196], &[196], false),
         (&[2, 128, 1000], &[1, 1000, 260], &[2, 128, 260], false),
-        // Up to 4 rows with rows of 16-byte multiples: four weight columns a unit, the slice
-        // depth chosen per problem; a ragged `k` and a last column block of 4 columns, the
-        // weight broadcast and batched, `lhs` M-major.
+        // Up to 4 rows with rows of 16-byte multiples and slices at least 64 deep: four weight
+        // columns a unit, the slice depth chosen per problem; a ragged `k` and a last column
+        // block of 4 columns, the weight broadcast and batched, `lhs` M-major. Then the same
+        // rows with slices too shallow for it (one column a unit), and the second kernel's
+        // four columns a unit at one row.
+        (&[2, 3, 8200], &[1, 8200, 4100], &[4100], false),
+        (&[3, 4, 6000], &[3, 6000, 2052], &[3, 4, 2052], true),
         (&[2, 3, 1001], &[1, 1001, 1028], &[1028], false),
-        (&[3, 4, 300], &[3, 300, 2052], &[3, 4, 2052], true),
         (&[1, 1, 4096], &[1, 4096, 4096], &[4096], false),
     ];
     check_few_row_f32(problems, contract::tolerance(Precision::F32));

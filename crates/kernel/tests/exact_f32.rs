@@ -23,14 +23,15 @@ fn few_row_f32_is_exact_where_tf32_is_disallowed() {
     });
     assert!(!MatmulConfig::get().allow_tf32);
     // Rows of 1001, 2055 and 517 elements are not 16-byte multiples; 1, 7, 16 and 29 rows take
-    // each FMA kernel, and 3 rows of 1028 the one that reads four weight columns a unit.
+    // each FMA kernel, and 3 rows of 4100 the one that reads four weight columns a unit.
     let problems: &[FewRowProblem] = &[
         (&[1, 7, 1001], &[1, 1001, 2055], &[2055], false),
         (&[3, 16, 517], &[1, 517, 1030], &[3, 16, 1030], true),
         (&[2, 1, 4097], &[2, 4097, 99], &[1, 99], false),
         (&[2, 29, 517], &[1, 517, 1030], &[1030], true),
-        // Four weight columns a unit (rows of 16-byte multiples, at most 4 rows).
-        (&[2, 3, 1001], &[1, 1001, 1028], &[1028], false),
+        // Four weight columns a unit (rows of 16-byte multiples, at most 4 rows, slices at least
+        // 64 deep).
+        (&[2, 3, 8200], &[1, 8200, 4100], &[4100], false),
     ];
     let precision = Precision::F32;
     if !check_few_row_f32(problems, Tolerance::for_precision(precision)) {

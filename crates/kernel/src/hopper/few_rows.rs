@@ -37,6 +37,12 @@ const VECTOR: usize = 4;
 /// 8 rows that is 96 registers a unit (`ptxas -c`), two cubes a multiprocessor, fewer bytes in
 /// flight than 16 scalar loads in three.
 const VECTOR_ROWS: usize = 4;
+/// The shallowest slice where a unit reads [`VECTOR`] columns. Shallower slices mean more of
+/// them, and their partial sums' bytes and second kernel outweighed the wider loads on the H200:
+/// at `1 x 1 x 4096 x 4096` (slices 44 deep, 94 of them) 0.0271 ms against 0.0252 with one
+/// column a unit, where at `1 x 1 x 8192 x 8192` (168 deep) 0.0715 against 0.0758 and at
+/// `1 x 1 x 4096 x 11008` (116 deep) 0.0516 against 0.0553.
+const VECTOR_MIN_SLICE_K: usize = 64;
 /// Cubes of [`VECTOR`] columns a multiprocessor holds at once (66 registers a unit, allocated
 /// as 72: three cubes of 256 units), which the grid is sized to: one round.
 const VECTOR_CUBES_PER_PROCESSOR: usize = 3;
@@ -189,22 +195,49 @@ pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, us
     (first, select(first + slice_k > k, k, first + slice_k))
 }
 
-/// Output columns of one cube of the second kernel, in vectors of `N` columns.
-const FINISH_VECTORS: usize = 64;
-/// Groups of slices a cube of the second kernel sums side by side: unit `u` sums the slices
-/// `s` with `s % SLICE_GROUPS == u / FINISH_VECTORS`, so that a cube has four times the loads in
-/// flight that one unit a column would (at one row the grid is a few cubes, each unit's slices
-/// one after the other).
-const SLICE_GROUPS: usize = 4;
+/// How split-K's second kernel spreads its work over a cube's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Finish {
+    /// 256 columns a cube, one a unit, each unit summing every slice: where the slices are few
+    /// (the swapped path's, at most 16 at `4096 x 4096`). Slice groups were 1-7% slower there
+    /// on the H200 (0.0390 against 0.0375 ms at `1 x 128 x 4096 x 4096`, 0.0309 against 0.0288
+    /// at `4 x 100 x 1000 x 2056`).
+    Columns,
+    /// 64 vectors of columns a cube, four columns a vector where the output's rows allow
+    /// 16-byte loads (else one), and four groups of units, group `g` summing the slices `s` with
+    /// `s % 4 == g`: four times the loads in flight a cube, where the slices are many and the
+    /// rows few (32 slices at `1 x 1 x 4096 x 4096`, a grid of 16 cubes, whose units would
+    /// otherwise load their slices one batch after the other). 3-4% faster than `Columns` on
+    /// the H200 at 1 to 8 rows (0.0252 against 0.0261 ms at `1 x 1 x 4096 x 4096`, 0.0758
+    /// against 0.0787 at `1 x 1 x 8192 x 8192`).
+    SliceGroups,
+}
 
-/// Adds the partial sums of `FINISH_VECTORS N` columns for one row of one batch (cube
-/// `(x, y, z)`: column block, row `y`, batch `z`), `N` adjacent columns a unit (4 where the
-/// output's rows allow 16-byte loads and stores, else 1), then, under the fused epilogues, the
-/// bias and the ReLU; under [`Epilogue::BiasReluMask`] the units of each 32 columns also OR
-/// their bits into the row's mask word (set where the stored value is not `<= 0`), so the mask
-/// needs no pass of its own. Each of the [`SLICE_GROUPS`] groups of units sums every fourth
-/// slice, then the first group adds the groups' sums in group order: the same sum whatever the
-/// grid, for the same slices.
+impl Finish {
+    /// Groups of units summing slices side by side.
+    const fn groups(self) -> usize {
+        match self {
+            Self::Columns => 1,
+            Self::SliceGroups => 4,
+        }
+    }
+
+    /// Vectors of columns a cube.
+    const fn vectors(self) -> usize {
+        match self {
+            Self::Columns => 256,
+            Self::SliceGroups => 64,
+        }
+    }
+}
+
+/// Adds the partial sums of `finish.vectors()` vectors of `N` columns for one row of one batch
+/// (cube `(x, y, z)`: column block, row `y`, batch `z`), `N` adjacent columns a unit, then,
+/// under the fused epilogues, the bias and the ReLU; under [`Epilogue::BiasReluMask`] the units
+/// of each 32 columns also OR their bits into the row's mask word (set where the stored value
+/// is not `<= 0`), so the mask needs no pass of its own. Under [`Finish::SliceGroups`] each
+/// group of units sums every fourth slice, then the first group adds the groups' sums in group
+/// order: either way the same sum whatever the batching of the loads, for the same slices.
 #[cube(launch_unchecked, address_type = "dynamic")]
 pub(crate) fn few_rows_finish<F: Float, N: Size>(
     partials: &Tensor<Vector<f32, N>>,
@@ -212,9 +245,11 @@ pub(crate) fn few_rows_finish<F: Float, N: Size>(
     output: &mut Tensor<Vector<F, N>>,
     mask: &mut Tensor<u32>,
     #[comptime] epilogue: Epilogue,
+    #[comptime] finish: Finish,
     #[define(F)] _dtype: ElemType,
 ) {
     let size = N::value();
+    let (groups, vectors) = comptime![(finish.groups(), finish.vectors())];
     let slices = partials.shape(0);
     let rank = output.rank();
     let m = output.shape(rank - 2);
@@ -222,48 +257,58 @@ pub(crate) fn few_rows_finish<F: Float, N: Size>(
     // Vectors of one slice; `n % N == 0`, so none straddles a row.
     let slice_vectors = partials.shape(1) * n / size;
     let unit = UNIT_POS as usize;
-    let group = unit / FINISH_VECTORS;
-    let vector = unit % FINISH_VECTORS;
-    let col = (CUBE_POS_X as usize * FINISH_VECTORS + vector) * size;
+    let group = unit / vectors;
+    let vector = unit % vectors;
+    let col = (CUBE_POS_X as usize * vectors + vector) * size;
     let row = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
     let index = ((batch * m + row) * n + col) / size;
 
-    let mut sums = Shared::<[Vector<f32, N>]>::new_slice(comptime![SLICE_GROUPS * FINISH_VECTORS]);
+    // The groups' sums, where there are several.
+    let mut sums = Shared::<[Vector<f32, N>]>::new_slice(comptime![if groups > 1 {
+        groups * vectors
+    } else {
+        1
+    }]);
     let mut sum = Vector::<f32, N>::new(0.0);
     if col < n {
         // In slice order within the group, so the sum is the same whatever the batching of its
         // loads.
         let mut part = Array::<Vector<f32, N>>::new(SUMS_IN_FLIGHT);
         let mut s = group;
-        while s + comptime![(SUMS_IN_FLIGHT - 1) * SLICE_GROUPS] < slices {
+        while s + comptime![(SUMS_IN_FLIGHT - 1) * groups] < slices {
             #[unroll]
             for i in 0..SUMS_IN_FLIGHT {
-                part[i] = partials[(s + comptime![i * SLICE_GROUPS]) * slice_vectors + index];
+                part[i] = partials[(s + comptime![i * groups]) * slice_vectors + index];
             }
             #[unroll]
             for i in 0..SUMS_IN_FLIGHT {
                 sum += part[i];
             }
-            s += comptime![SUMS_IN_FLIGHT * SLICE_GROUPS];
+            s += comptime![SUMS_IN_FLIGHT * groups];
         }
         while s < slices {
             sum += partials[s * slice_vectors + index];
-            s += SLICE_GROUPS;
+            s += groups;
         }
     }
-    sums[unit] = sum;
-    sync_cube();
+    if comptime![groups > 1] {
+        sums[unit] = sum;
+        sync_cube();
+    }
 
     // The first group: whole planes, so the mask's shuffles below have every lane.
     if group == 0 {
         let lane = UNIT_POS % 32;
         let mut bits = 0u32;
         if col < n {
-            let mut total = sums[vector];
-            #[unroll]
-            for g in 1..SLICE_GROUPS {
-                total += sums[comptime![g * FINISH_VECTORS] + vector];
+            let mut total = sum;
+            if comptime![groups > 1] {
+                total = sums[vector];
+                #[unroll]
+                for g in 1..groups {
+                    total += sums[comptime![g * vectors] + vector];
+                }
             }
             let mut value = Vector::<F, N>::empty();
             let offset = batch_offset::<F>(bias, batch);
@@ -338,6 +383,7 @@ pub(crate) fn launch(
         epilogue,
         mask,
         slices,
+        Finish::SliceGroups,
         |lhs, rhs, partials, address_type| {
             // SAFETY: the contract check bounded every operand by its buffer; the partials kernel
             // reads `lhs` and `rhs` only inside their shapes (a vector of `rhs` is whole or
@@ -376,21 +422,23 @@ fn vectors_fit(rhs: &TensorBinding, dims: &Dims) -> bool {
 /// The slice depth where a unit reads [`VECTOR`] columns: `k` split into as many slices as
 /// keep the grid within one round of resident cubes ([`VECTOR_CUBES_PER_PROCESSOR`] a
 /// multiprocessor), a multiple of the 4 loads a unit keeps in flight (no tail loop but at `k`'s
-/// end); `None`
-/// where that depth would pass the tile's capacity (too many column blocks to split `k` that
-/// finely) or the grid's 65,535 slices.
+/// end); `None` where that depth would pass the tile's capacity (too many column blocks to split
+/// `k` that finely), fall short of [`VECTOR_MIN_SLICE_K`] (too few column blocks, or too short
+/// a `k`), or need more than the grid's 65,535 slices.
 fn vector_slice_k(dims: &Dims, processors: usize) -> Option<usize> {
     let blocks = dims.n.div_ceil(UNITS * VECTOR) * dims.batch;
     let wanted = (processors * VECTOR_CUBES_PER_PROCESSOR / blocks).max(1);
     let depth = dims.k.div_ceil(wanted).next_multiple_of(4);
-    (depth <= VECTOR_SLICE_K && dims.k.div_ceil(depth) <= u16::MAX as usize).then_some(depth)
+    ((VECTOR_MIN_SLICE_K..=VECTOR_SLICE_K).contains(&depth)
+        && dims.k.div_ceil(depth) <= u16::MAX as usize)
+        .then_some(depth)
 }
 
 /// Split-K in two launches: `partials_kernel` writes each of `slices` slices of `k`'s sums of
 /// `lhs @ rhs` into the partial sums it is given (`[slices, batch * m, n]` f32, a fresh buffer;
 /// with the address type every kernel here needs), then the second kernel adds them, finished
 /// as `epilogue` says (`mask`: the mask's binding under [`Epilogue::BiasReluMask`], else any
-/// binding, never touched).
+/// binding, never touched), its work spread as `finish` says.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn split_k(
     client: &Client,
@@ -400,6 +448,7 @@ pub(crate) fn split_k(
     epilogue: Epilogue,
     mask: TensorBinding,
     slices: usize,
+    finish: Finish,
     partials_kernel: impl FnOnce(TensorBinding, TensorBinding, TensorBinding, AddressType),
 ) {
     let out_rows = dims.batch * dims.m;
@@ -412,13 +461,14 @@ pub(crate) fn split_k(
     };
     let address_type = address_type(&ops, dtype, partials_len);
     partials_kernel(ops.lhs, ops.rhs, partials.clone(), address_type);
-    finish(
+    launch_finish(
         client,
         partials,
         ops.bias,
         ops.out,
         mask,
         epilogue,
+        finish,
         dtype,
         dims,
         address_type,
@@ -426,25 +476,26 @@ pub(crate) fn split_k(
 }
 
 /// The second kernel: adds `partials`' slices (`[slices, batch * m, n]`) into `out`, finished
-/// as `epilogue` says, with the ReLU mask into `mask` under [`Epilogue::BiasReluMask`].
+/// as `epilogue` says, with the ReLU mask into `mask` under [`Epilogue::BiasReluMask`], its
+/// work spread as `finish` says.
 #[allow(clippy::too_many_arguments)]
-fn finish(
+fn launch_finish(
     client: &Client,
     partials: TensorBinding,
     bias: TensorBinding,
     out: TensorBinding,
     mask: TensorBinding,
     epilogue: Epilogue,
+    finish: Finish,
     dtype: ElemType,
     dims: Dims,
     address_type: AddressType,
 ) {
-    // Four columns a unit where the output's rows are whole 16-byte vectors (the partial sums,
-    // `[slices, rows, n]` f32, then are too).
-    let vector = if dims.n.is_multiple_of(4) && copies_in_vectors(&out, 4) {
-        4
-    } else {
-        1
+    // Under slice groups, four columns a unit where the output's rows are whole 16-byte
+    // vectors (the partial sums, `[slices, rows, n]` f32, then are too).
+    let vector = match finish {
+        Finish::SliceGroups if dims.n.is_multiple_of(4) && copies_in_vectors(&out, 4) => 4,
+        _ => 1,
     };
     // SAFETY: `partials` holds every slice's sums of the output's rows; the kernel reads those
     // and the bias inside their shapes, and writes the dense output (a vector of it whole or
@@ -454,11 +505,11 @@ fn finish(
         few_rows_finish::launch_unchecked(
             client,
             CubeCount::Static(
-                dims.n.div_ceil(FINISH_VECTORS * vector) as u32,
+                dims.n.div_ceil(finish.vectors() * vector) as u32,
                 dims.m as u32,
                 dims.batch as u32,
             ),
-            CubeDim::new_1d((SLICE_GROUPS * FINISH_VECTORS) as u32),
+            CubeDim::new_1d((finish.groups() * finish.vectors()) as u32),
             address_type,
             vector,
             partials.into_tensor_arg(),
@@ -466,6 +517,7 @@ fn finish(
             out.into_tensor_arg(),
             mask.into_tensor_arg(),
             epilogue,
+            finish,
             dtype,
         );
     }
@@ -499,14 +551,19 @@ mod tests {
 
     #[test]
     fn vector_slices_fill_one_round_of_resident_cubes() {
-        // 4 column blocks of 1024 on 132 multiprocessors, three cubes each: 99 slices wanted,
-        // 44 deep (a multiple of 4), so 94 slices, 376 cubes within 396.
-        assert_eq!(vector_slice_k(&dims(1, 1, 4096, 4096), 132), Some(44));
-        // 8 blocks at `8192 x 8192`: 49 slices wanted, 168 deep, 49 slices, 392 cubes.
+        // 8 column blocks of 1024 at `8192 x 8192` on 132 multiprocessors, three cubes each:
+        // 49 slices wanted, 168 deep (a multiple of 4), 49 slices, 392 cubes within 396.
         assert_eq!(vector_slice_k(&dims(1, 1, 8192, 8192), 132), Some(168));
+        // 11 blocks at `4096 x 11008`: 36 slices wanted, 116 deep.
+        assert_eq!(vector_slice_k(&dims(1, 1, 4096, 11008), 132), Some(116));
+        // 4 blocks at `4096 x 4096`: 99 slices wanted, 44 deep, too shallow.
+        assert_eq!(vector_slice_k(&dims(1, 1, 4096, 4096), 132), None);
         // More blocks than resident cubes: one slice would be all of `k`, past the tile.
         assert_eq!(vector_slice_k(&dims(1, 1, 4096, 1 << 20), 132), None);
-        // A short `k` is one slice of its own depth, rounded up.
-        assert_eq!(vector_slice_k(&dims(1, 1, 30, 4096), 132), Some(4));
+        // A short `k` is one slice of its own depth, too shallow.
+        assert_eq!(vector_slice_k(&dims(1, 1, 30, 4096), 132), None);
+        // The test shapes that take the vector kernel: ragged, batched, broadcast.
+        assert_eq!(vector_slice_k(&dims(2, 3, 8200, 4100), 132), Some(212));
+        assert_eq!(vector_slice_k(&dims(3, 4, 6000, 2052), 132), Some(140));
     }
 }

@@ -3,7 +3,9 @@
 //! With `FMAR_HOPPER_SOURCE_DIR` set, the sources are written there, to be compiled by NVRTC
 //! and `ptxas -arch=sm_90a -v` for the resource report and the SASS before a device run.
 
-use super::few_rows::{ROWS, few_rows_finish::FewRowsFinish, few_rows_partials::FewRowsPartials};
+use super::few_rows::{
+    Finish, ROWS, few_rows_finish::FewRowsFinish, few_rows_partials::FewRowsPartials,
+};
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
 use super::kernel::{Epilogue, KernelConfig};
@@ -323,12 +325,17 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
     }
 }
 
-/// Split-K's second kernel, for each vector width and epilogue: four columns a unit move in
-/// 16-byte loads and stores.
+/// Split-K's second kernel, for each spread of its work, vector width and epilogue: four
+/// columns a unit move in 16-byte loads and stores.
 #[test]
 fn split_k_finish_compiles_to_cuda_with_vector_loads() {
-    for (vector, epilogue) in [1, 4].into_iter().flat_map(|vector| {
-        [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask].map(|e| (vector, e))
+    let spreads = [
+        (Finish::Columns, 1),
+        (Finish::SliceGroups, 1),
+        (Finish::SliceGroups, 4),
+    ];
+    for ((finish, vector), epilogue) in spreads.into_iter().flat_map(|spread| {
+        [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask].map(|e| (spread, e))
     }) {
         let settings = KernelSettings::new(
             *CubeDim::new_1d(256),
@@ -345,10 +352,11 @@ fn split_k_finish_compiles_to_cuda_with_vector_loads() {
             tensor_arg(),
             vector,
             epilogue,
+            finish,
             Operand::Tf32.elem_type(),
         )
         .define();
-        let name = format!("finish_{vector}_{epilogue:?}");
+        let name = format!("finish_{finish:?}_{vector}_{epilogue:?}");
         let source = compile(definition, &name);
         dump(&format!("{name}.cu"), &source);
         assert_eq!(source.contains("float_4"), vector == 4, "{name}");

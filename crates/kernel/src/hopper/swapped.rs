@@ -19,7 +19,7 @@ use crate::Operands;
 use crate::common::batch_offset;
 use crate::contract::Dims;
 use crate::hopper::Epilogue;
-use crate::hopper::few_rows::{slice_bounds, split_k};
+use crate::hopper::few_rows::{Finish, slice_bounds, split_k};
 use crate::hopper::mbarrier::fence_proxy_async;
 use crate::hopper::plan::{LhsMajor, MapLayout, RhsMajor, plan};
 use crate::hopper::swapped_tma::{self, swapped_tma_partials};
@@ -579,6 +579,7 @@ pub(crate) fn launch(
         epilogue,
         mask,
         slices,
+        Finish::Columns,
         |lhs, rhs, partials, address_type| match tma {
             Some((lhs_layout, rhs_layout)) => {
                 let lhs_map = tensor_map(&lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
