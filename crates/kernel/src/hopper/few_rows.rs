@@ -195,61 +195,115 @@ pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, us
     (first, select(first + slice_k > k, k, first + slice_k))
 }
 
-/// How split-K's second kernel spreads its work over a cube's units.
+/// Which of split-K's second kernels adds the slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Finish {
-    /// 256 columns a cube, one a unit, each unit summing every slice: where the slices are few
-    /// (the swapped path's, at most 16 at `4096 x 4096`). Slice groups were 1-7% slower there
-    /// on the H200 (0.0390 against 0.0375 ms at `1 x 128 x 4096 x 4096`, 0.0309 against 0.0288
-    /// at `4 x 100 x 1000 x 2056`).
+    /// [`few_rows_finish`]: 256 columns a cube, one a unit, each unit summing every slice:
+    /// where the slices are few (the swapped path's, at most 16 at `4096 x 4096`). The slice
+    /// groups' kernel was 1-7% slower there on the H200 (0.0390 against 0.0375 ms at
+    /// `1 x 128 x 4096 x 4096`, 0.0309 against 0.0288 at `4 x 100 x 1000 x 2056`).
     Columns,
-    /// 64 vectors of columns a cube, four columns a vector where the output's rows allow
-    /// 16-byte loads (else one), and four groups of units, group `g` summing the slices `s` with
-    /// `s % 4 == g`: four times the loads in flight a cube, where the slices are many and the
-    /// rows few (32 slices at `1 x 1 x 4096 x 4096`, a grid of 16 cubes, whose units would
-    /// otherwise load their slices one batch after the other). 3-4% faster than `Columns` on
-    /// the H200 at 1 to 8 rows (0.0252 against 0.0261 ms at `1 x 1 x 4096 x 4096`, 0.0758
-    /// against 0.0787 at `1 x 1 x 8192 x 8192`).
+    /// [`few_rows_finish_groups`]: where the slices are many and the rows few (32 slices at
+    /// `1 x 1 x 4096 x 4096`, a grid of 16 cubes, whose units would otherwise load their slices
+    /// one batch after the other). 3-4% faster than `Columns` on the H200 at 1 to 8 rows
+    /// (0.0252 against 0.0261 ms at `1 x 1 x 4096 x 4096`, 0.0758 against 0.0787 at
+    /// `1 x 1 x 8192 x 8192`).
     SliceGroups,
 }
 
-impl Finish {
-    /// Groups of units summing slices side by side.
-    const fn groups(self) -> usize {
-        match self {
-            Self::Columns => 1,
-            Self::SliceGroups => 4,
-        }
-    }
+/// Vectors of columns a cube of [`few_rows_finish_groups`].
+const GROUP_VECTORS: usize = 64;
+/// Groups of units in a cube of [`few_rows_finish_groups`], each summing every fourth slice.
+const SLICE_GROUPS: usize = 4;
 
-    /// Vectors of columns a cube.
-    const fn vectors(self) -> usize {
-        match self {
-            Self::Columns => 256,
-            Self::SliceGroups => 64,
+/// Adds a column's partial sums for one row of one batch (cube `(x, y, z)`: 256 columns, row
+/// `y`, batch `z`), then, under the fused epilogues, the bias and the ReLU; under
+/// [`Epilogue::BiasReluMask`] each plane of 32 columns also ORs its bits into the row's mask
+/// word (set where the stored value is not `<= 0`), so the mask needs no pass of its own.
+#[cube(launch_unchecked, address_type = "dynamic")]
+pub(crate) fn few_rows_finish<F: Float>(
+    partials: &Tensor<f32>,
+    bias: &Tensor<F>,
+    output: &mut Tensor<F>,
+    mask: &mut Tensor<u32>,
+    #[comptime] epilogue: Epilogue,
+    #[define(F)] _dtype: ElemType,
+) {
+    let slices = partials.shape(0);
+    let total = partials.shape(1) * partials.shape(2);
+    let rank = output.rank();
+    let m = output.shape(rank - 2);
+    let n = output.shape(rank - 1);
+    let lane = UNIT_POS % 32;
+    let col = CUBE_POS_X as usize * UNITS + UNIT_POS as usize;
+    let row = CUBE_POS_Y as usize;
+    let batch = CUBE_POS_Z as usize;
+    let index = (batch * m + row) * n + col;
+    let mut bit = 0u32;
+    if col < n {
+        // In slice order, so the sum is the same whatever the batching of its loads.
+        let mut sum = 0.0f32;
+        let mut part = Array::<f32>::new(SUMS_IN_FLIGHT);
+        let mut s = 0;
+        while s + SUMS_IN_FLIGHT <= slices {
+            #[unroll]
+            for i in 0..SUMS_IN_FLIGHT {
+                part[i] = partials[(s + i) * total + index];
+            }
+            #[unroll]
+            for i in 0..SUMS_IN_FLIGHT {
+                sum += part[i];
+            }
+            s += SUMS_IN_FLIGHT;
+        }
+        while s < slices {
+            sum += partials[s * total + index];
+            s += 1;
+        }
+        if comptime![epilogue.bias_relu()] {
+            let offset = batch_offset::<F>(bias, batch);
+            let at = offset + row * bias.stride(rank - 2) + col * bias.stride(rank - 1);
+            sum = relu(sum + f32::cast_from(bias[at]));
+        }
+        let value = F::cast_from(sum);
+        output[index] = value;
+        // The bit follows the stored value, as the backward reads it.
+        bit = select(value <= F::from_int(0), 0u32, 1u32 << lane);
+    }
+    if comptime![epilogue.writes_mask()] {
+        // Every lane of the plane takes part, past `n` too (with a zero bit); the lanes' bits
+        // are distinct, so the OR is the word.
+        bit |= plane_shuffle_xor(bit, 1u32);
+        bit |= plane_shuffle_xor(bit, 2u32);
+        bit |= plane_shuffle_xor(bit, 4u32);
+        bit |= plane_shuffle_xor(bit, 8u32);
+        bit |= plane_shuffle_xor(bit, 16u32);
+        let row_words = mask.shape(mask.rank() - 1);
+        let word = col / 32;
+        if lane == 0 && word < row_words {
+            mask[(batch * m + row) * row_words + word] = bit;
         }
     }
 }
 
-/// Adds the partial sums of `finish.vectors()` vectors of `N` columns for one row of one batch
-/// (cube `(x, y, z)`: column block, row `y`, batch `z`), `N` adjacent columns a unit, then,
-/// under the fused epilogues, the bias and the ReLU; under [`Epilogue::BiasReluMask`] the units
-/// of each 32 columns also OR their bits into the row's mask word (set where the stored value
-/// is not `<= 0`), so the mask needs no pass of its own. Under [`Finish::SliceGroups`] each
-/// group of units sums every fourth slice, then the first group adds the groups' sums in group
-/// order: either way the same sum whatever the batching of the loads, for the same slices.
+/// [`few_rows_finish`] for many slices: the partial sums of [`GROUP_VECTORS`] vectors of `N`
+/// columns for one row of one batch (cube `(x, y, z)`: column block, row `y`, batch `z`), `N`
+/// adjacent columns a unit (4 where the output's rows allow 16-byte loads, else 1), summed by
+/// [`SLICE_GROUPS`] groups of units side by side, group `g` the slices `s` with `s % 4 == g`
+/// (four times the loads in flight a cube), then the first group adds the groups' sums in group
+/// order (the same sum whatever the batching of the loads), the bias and the ReLU, and writes
+/// the mask's words as [`few_rows_finish`] does.
 #[cube(launch_unchecked, address_type = "dynamic")]
-pub(crate) fn few_rows_finish<F: Float, N: Size>(
+pub(crate) fn few_rows_finish_groups<F: Float, N: Size>(
     partials: &Tensor<Vector<f32, N>>,
     bias: &Tensor<F>,
     output: &mut Tensor<Vector<F, N>>,
     mask: &mut Tensor<u32>,
     #[comptime] epilogue: Epilogue,
-    #[comptime] finish: Finish,
     #[define(F)] _dtype: ElemType,
 ) {
     let size = N::value();
-    let (groups, vectors) = comptime![(finish.groups(), finish.vectors())];
+    let (groups, vectors) = comptime![(SLICE_GROUPS, GROUP_VECTORS)];
     let slices = partials.shape(0);
     let rank = output.rank();
     let m = output.shape(rank - 2);
@@ -264,12 +318,7 @@ pub(crate) fn few_rows_finish<F: Float, N: Size>(
     let batch = CUBE_POS_Z as usize;
     let index = ((batch * m + row) * n + col) / size;
 
-    // The groups' sums, where there are several.
-    let mut sums = Shared::<[Vector<f32, N>]>::new_slice(comptime![if groups > 1 {
-        groups * vectors
-    } else {
-        1
-    }]);
+    let mut sums = Shared::<[Vector<f32, N>]>::new_slice(comptime![groups * vectors]);
     let mut sum = Vector::<f32, N>::new(0.0);
     if col < n {
         // In slice order within the group, so the sum is the same whatever the batching of its
@@ -292,23 +341,18 @@ pub(crate) fn few_rows_finish<F: Float, N: Size>(
             s += groups;
         }
     }
-    if comptime![groups > 1] {
-        sums[unit] = sum;
-        sync_cube();
-    }
+    sums[unit] = sum;
+    sync_cube();
 
     // The first group: whole planes, so the mask's shuffles below have every lane.
     if group == 0 {
         let lane = UNIT_POS % 32;
         let mut bits = 0u32;
         if col < n {
-            let mut total = sum;
-            if comptime![groups > 1] {
-                total = sums[vector];
-                #[unroll]
-                for g in 1..groups {
-                    total += sums[comptime![g * vectors] + vector];
-                }
+            let mut total = sums[vector];
+            #[unroll]
+            for g in 1..groups {
+                total += sums[comptime![g * vectors] + vector];
             }
             let mut value = Vector::<F, N>::empty();
             let offset = batch_offset::<F>(bias, batch);
@@ -491,35 +535,55 @@ fn launch_finish(
     dims: Dims,
     address_type: AddressType,
 ) {
-    // Under slice groups, four columns a unit where the output's rows are whole 16-byte
-    // vectors (the partial sums, `[slices, rows, n]` f32, then are too).
-    let vector = match finish {
-        Finish::SliceGroups if dims.n.is_multiple_of(4) && copies_in_vectors(&out, 4) => 4,
-        _ => 1,
-    };
-    // SAFETY: `partials` holds every slice's sums of the output's rows; the kernel reads those
-    // and the bias inside their shapes, and writes the dense output (a vector of it whole or
+    // SAFETY: `partials` holds every slice's sums of the output's rows; the kernels read those
+    // and the bias inside their shapes, and write the dense output (a vector of it whole or
     // wholly past `n`) and, under the mask epilogue, each of the mask's words once (the caller
     // checked its layout).
     unsafe {
-        few_rows_finish::launch_unchecked(
-            client,
-            CubeCount::Static(
-                dims.n.div_ceil(finish.vectors() * vector) as u32,
-                dims.m as u32,
-                dims.batch as u32,
+        match finish {
+            Finish::Columns => few_rows_finish::launch_unchecked(
+                client,
+                CubeCount::Static(
+                    dims.n.div_ceil(UNITS) as u32,
+                    dims.m as u32,
+                    dims.batch as u32,
+                ),
+                CubeDim::new_1d(UNITS as u32),
+                address_type,
+                partials.into_tensor_arg(),
+                bias.into_tensor_arg(),
+                out.into_tensor_arg(),
+                mask.into_tensor_arg(),
+                epilogue,
+                dtype,
             ),
-            CubeDim::new_1d((finish.groups() * finish.vectors()) as u32),
-            address_type,
-            vector,
-            partials.into_tensor_arg(),
-            bias.into_tensor_arg(),
-            out.into_tensor_arg(),
-            mask.into_tensor_arg(),
-            epilogue,
-            finish,
-            dtype,
-        );
+            Finish::SliceGroups => {
+                // Four columns a unit where the output's rows are whole 16-byte vectors (the
+                // partial sums, `[slices, rows, n]` f32, then are too).
+                let vector = if dims.n.is_multiple_of(4) && copies_in_vectors(&out, 4) {
+                    4
+                } else {
+                    1
+                };
+                few_rows_finish_groups::launch_unchecked(
+                    client,
+                    CubeCount::Static(
+                        dims.n.div_ceil(GROUP_VECTORS * vector) as u32,
+                        dims.m as u32,
+                        dims.batch as u32,
+                    ),
+                    CubeDim::new_1d((SLICE_GROUPS * GROUP_VECTORS) as u32),
+                    address_type,
+                    vector,
+                    partials.into_tensor_arg(),
+                    bias.into_tensor_arg(),
+                    out.into_tensor_arg(),
+                    mask.into_tensor_arg(),
+                    epilogue,
+                    dtype,
+                )
+            }
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! and `ptxas -arch=sm_90a -v` for the resource report and the SASS before a device run.
 
 use super::few_rows::{
-    Finish, ROWS, few_rows_finish::FewRowsFinish, few_rows_partials::FewRowsPartials,
+    ROWS, few_rows_finish::FewRowsFinish, few_rows_finish_groups::FewRowsFinishGroups,
+    few_rows_partials::FewRowsPartials,
 };
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
@@ -325,41 +326,51 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
     }
 }
 
-/// Split-K's second kernel, for each spread of its work, vector width and epilogue: four
-/// columns a unit move in 16-byte loads and stores.
+/// Split-K's second kernels, for each epilogue: one column a unit, and the slice groups' at
+/// each vector width (four columns a unit move in 16-byte loads and stores).
 #[test]
 fn split_k_finish_compiles_to_cuda_with_vector_loads() {
-    let spreads = [
-        (Finish::Columns, 1),
-        (Finish::SliceGroups, 1),
-        (Finish::SliceGroups, 4),
-    ];
-    for ((finish, vector), epilogue) in spreads.into_iter().flat_map(|spread| {
-        [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask].map(|e| (spread, e))
-    }) {
-        let settings = KernelSettings::new(
-            *CubeDim::new_1d(256),
-            ExecutionMode::Unchecked,
-            AddressType::U32,
-        );
+    let settings = KernelSettings::new(
+        *CubeDim::new_1d(256),
+        ExecutionMode::Unchecked,
+        AddressType::U32,
+    );
+    for epilogue in [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask] {
         let definition = FewRowsFinish::new(
-            settings,
+            settings.clone(),
             hopper_properties(),
             Arc::new(Default::default()),
             tensor_arg(),
             tensor_arg(),
             tensor_arg(),
             tensor_arg(),
-            vector,
             epilogue,
-            finish,
             Operand::Tf32.elem_type(),
         )
         .define();
-        let name = format!("finish_{finish:?}_{vector}_{epilogue:?}");
+        let name = format!("finish_columns_{epilogue:?}");
         let source = compile(definition, &name);
         dump(&format!("{name}.cu"), &source);
-        assert_eq!(source.contains("float_4"), vector == 4, "{name}");
+        assert!(!source.contains("float_4"), "{name}");
+        for vector in [1, 4] {
+            let definition = FewRowsFinishGroups::new(
+                settings.clone(),
+                hopper_properties(),
+                Arc::new(Default::default()),
+                tensor_arg(),
+                tensor_arg(),
+                tensor_arg(),
+                tensor_arg(),
+                vector,
+                epilogue,
+                Operand::Tf32.elem_type(),
+            )
+            .define();
+            let name = format!("finish_groups_{vector}_{epilogue:?}");
+            let source = compile(definition, &name);
+            dump(&format!("{name}.cu"), &source);
+            assert_eq!(source.contains("float_4"), vector == 4, "{name}");
+        }
     }
 }
 
