@@ -380,7 +380,8 @@ pub(crate) fn few_rows_finish_groups<F: Float, N: Size>(
             }
             let row_words = mask.shape(mask.rank() - 1);
             let word = col / 32;
-            if lane % comptime![(32 / size) as u32] == 0 && word < row_words {
+            // The first lane of each word's (a power of two).
+            if lane & comptime![(32 / size - 1) as u32] == 0 && word < row_words {
                 mask[(batch * m + row) * row_words + word] = bits;
             }
         }
