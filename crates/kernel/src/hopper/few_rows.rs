@@ -52,8 +52,8 @@ const VECTOR_CUBES_PER_PROCESSOR: usize = 3;
 /// way, 16 scalar loads beat 8 (0.039 against 0.044 ms at `1 x 16 x 4096 x 4096`, 0.087
 /// against 0.100 at `1 x 8 x 4096 x 16384`). At 4 rows 16 loads cost a cube a multiprocessor
 /// (80 registers a unit against 64) and were 5% slower; at 32 rows, where the FMAs weigh more,
-/// 1-4% slower. Four 16-byte loads keep twice the bytes of eight scalar ones in flight, in 16
-/// registers.
+/// 1-4% slower. Three 16-byte loads keep 48 bytes a unit in flight, against 32 for eight scalar
+/// ones, in 12 registers (66 a unit in all, `ptxas -c`: three cubes a multiprocessor).
 const fn loads_in_flight(rows: usize, vector: usize) -> usize {
     if vector > 1 {
         3
@@ -466,8 +466,7 @@ fn vectors_fit(rhs: &TensorBinding, dims: &Dims) -> bool {
 
 /// The slice depth where a unit reads [`VECTOR`] columns: `k` split into as many slices as
 /// keep the grid within one round of resident cubes ([`VECTOR_CUBES_PER_PROCESSOR`] a
-/// multiprocessor), a multiple of the 4 loads a unit keeps in flight (no tail loop but at `k`'s
-/// end); `None` where that depth would pass the tile's capacity (too many column blocks to split
+/// multiprocessor), rounded up to a multiple of 4; `None` where that depth would pass the tile's capacity (too many column blocks to split
 /// `k` that finely), fall short of [`VECTOR_MIN_SLICE_K`] (too few column blocks, or too short
 /// a `k`), or need more than the grid's 65,535 slices.
 fn vector_slice_k(dims: &Dims, processors: usize) -> Option<usize> {
