@@ -457,18 +457,19 @@ pub(crate) fn launch(
     );
 }
 
-/// Whether the weight can be read [`VECTOR`] columns at a time: its rows contiguous with `n`,
-/// every other stride and its start multiples of it (aligned 16-byte loads that never straddle
-/// a row's end).
-fn vectors_fit(rhs: &TensorBinding, dims: &Dims) -> bool {
-    dims.n.is_multiple_of(VECTOR) && copies_in_vectors(rhs, VECTOR)
+/// Whether `binding` (the weight, or the output, of `dims.n` columns) can be read [`VECTOR`]
+/// columns at a time: its rows contiguous with `n`, every other stride and its start multiples
+/// of it (aligned 16-byte accesses that never straddle a row's end).
+fn vectors_fit(binding: &TensorBinding, dims: &Dims) -> bool {
+    dims.n.is_multiple_of(VECTOR) && copies_in_vectors(binding, VECTOR)
 }
 
 /// The slice depth where a unit reads [`VECTOR`] columns: `k` split into as many slices as
 /// keep the grid within one round of resident cubes ([`VECTOR_CUBES_PER_PROCESSOR`] a
-/// multiprocessor), rounded up to a multiple of 4; `None` where that depth would pass the tile's capacity (too many column blocks to split
-/// `k` that finely), fall short of [`VECTOR_MIN_SLICE_K`] (too few column blocks, or too short
-/// a `k`), or need more than the grid's 65,535 slices.
+/// multiprocessor), rounded up to a multiple of 4; `None` where that depth would pass the tile's
+/// capacity (too many column blocks to split `k` that finely), fall short of
+/// [`VECTOR_MIN_SLICE_K`] (too few column blocks, or too short a `k`), or need more than the
+/// grid's 65,535 slices.
 fn vector_slice_k(dims: &Dims, processors: usize) -> Option<usize> {
     let blocks = dims.n.div_ceil(UNITS * VECTOR) * dims.batch;
     let wanted = (processors * VECTOR_CUBES_PER_PROCESSOR / blocks).max(1);
@@ -560,11 +561,7 @@ fn launch_finish(
             Finish::SliceGroups => {
                 // Four columns a unit where the output's rows are whole 16-byte vectors (the
                 // partial sums, `[slices, rows, n]` f32, then are too).
-                let vector = if dims.n.is_multiple_of(4) && copies_in_vectors(&out, 4) {
-                    4
-                } else {
-                    1
-                };
+                let vector = if vectors_fit(&out, &dims) { VECTOR } else { 1 };
                 few_rows_finish_groups::launch_unchecked(
                     client,
                     CubeCount::Static(
