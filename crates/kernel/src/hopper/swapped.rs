@@ -43,12 +43,19 @@ pub(crate) const CHUNK_K: usize = 32;
 pub(crate) const ROWS: [usize; 4] = [16, 32, 64, 128];
 /// The fewest rows the swapped path takes ([`takes()`]).
 pub(crate) const FEWEST_ROWS: usize = 9;
-/// Cubes a multiprocessor is given work for at `rows` rows, which sets how finely `k` is split:
-/// two up to 32 rows (one warpgroup a cube: 0.0352 against 0.0399 ms at `1 x 32 x 4096 x 4096`,
-/// 0.105 against 0.111 at `1 x 16 x 4096 x 16384`, alike at `1 x 16 x 4096 x 4096`), four from
-/// 64 rows (two warpgroups a cube; fewer slices there won on some shapes and lost on others).
-const fn cubes_per_processor(rows: usize) -> usize {
-    if rows <= 32 { 2 } else { 4 }
+/// Cubes a multiprocessor is given work for, for cubes of `warpgroups` warpgroups, which sets
+/// how finely `k` is split. Two for cubes of one warpgroup (every row count on the TMA-fed
+/// path, up to 32 rows fed by `cp.async`): as many as fit at once (their rings take 100 KiB of
+/// shared memory), so that the cubes run in one round. Up to 32 rows that beat a finer split:
+/// 0.0352 against 0.0399 ms at `1 x 32 x 4096 x 4096`, 0.105 against 0.111 at
+/// `1 x 16 x 4096 x 16384` (H200). From 64 rows it beat four (two rounds, twice the partial
+/// sums) at every shape measured on an H100: 0.0406 against 0.0465 ms at
+/// `1 x 128 x 4096 x 4096`, 0.0360 against 0.0392 at `1 x 64 x 4096 x 4096`, 0.1132 against
+/// 0.1190 at `1 x 128 x 8192 x 8192`, 0.0273 against 0.0310 at `4 x 100 x 1000 x 2056`. Four
+/// for cubes of two warpgroups (64 rows and more fed by `cp.async`), where fewer slices won on
+/// some shapes and lost on others.
+const fn cubes_per_processor(warpgroups: usize) -> usize {
+    if warpgroups == 1 { 2 } else { 4 }
 }
 
 /// The PTX of one stage: four `m64nNk8` TF32 MMAs with `A` in registers, then commit and wait.
@@ -499,13 +506,12 @@ fn rows_for(m: usize) -> usize {
 /// Depth of one slice of `k` for cubes of `warpgroups` warpgroups: a whole number of stages, `k`
 /// split so that every multiprocessor has at most [`cubes_per_processor()`] cubes. At most, not
 /// about: the cubes run in rounds of as many as fit at once, and one slice more than fits
-/// starts a round that leaves most multiprocessors idle (at `1 x 128 x 4096 x 4096`, 9 slices
-/// of 64 column blocks are 576 cubes, 2.2 rounds of 264, where 8 slices are 1.9).
+/// starts a round that leaves most multiprocessors idle (at `1 x 128 x 4096 x 4096`, 5 slices
+/// of 64 column blocks would be 320 cubes, 1.2 rounds of 264, where 4 slices are one).
 fn slice_k(dims: &Dims, processors: usize, warpgroups: usize) -> usize {
-    let rows = rows_for(dims.m);
     let blocks = dims.n.div_ceil(COLUMNS * warpgroups) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
-    let wanted = (processors * cubes_per_processor(rows) / blocks).clamp(1, chunks);
+    let wanted = (processors * cubes_per_processor(warpgroups) / blocks).clamp(1, chunks);
     // Never more than the grid's y allows.
     let per_slice = chunks
         .div_ceil(wanted)
@@ -671,11 +677,11 @@ mod tests {
         assert_eq!(depth % CHUNK_K, 0);
         assert_eq!((depth, 4096usize.div_ceil(depth)), (1024, 4));
         // 32 column blocks of two warpgroups at 128 rows, at most four cubes each: 16 slices of
-        // 8 stages; 64 blocks of one warpgroup: 8 slices of 16 stages.
+        // 8 stages; 64 blocks of one warpgroup, at most two cubes each: 4 slices of 32 stages.
         let depth = slice_k(&dims(1, 128, 4096, 4096), 132, 2);
         assert_eq!((depth, 4096usize.div_ceil(depth)), (256, 16));
         let depth = slice_k(&dims(1, 128, 4096, 4096), 132, 1);
-        assert_eq!((depth, 4096usize.div_ceil(depth)), (512, 8));
+        assert_eq!((depth, 4096usize.div_ceil(depth)), (1024, 4));
         // More column blocks than multiprocessors can take twice: one slice.
         assert_eq!(slice_k(&dims(1, 16, 4096, 32768), 132, 1), 4096);
         // 128 blocks: `k` of 128 in four slices of one stage.
