@@ -587,6 +587,245 @@ fn launch_finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cubecl::ir::FloatKind;
+    use cubecl::ir::features::Plane;
+    use cubecl::server::Handle;
+    use cubecl::zspace::{Shape, Strides};
+    use fmar_tests::{Precision, Rng};
+
+    /// The wgpu runtime's default device; with the `cuda` feature and `FMAR_TEST_DEVICE=cuda`,
+    /// the first CUDA device.
+    fn client() -> Client {
+        #[cfg(feature = "cuda")]
+        if std::env::var("FMAR_TEST_DEVICE").as_deref() == Ok("cuda") {
+            return cubecl::Device::Cuda(cubecl::cuda::CudaDevice::new(0)).client();
+        }
+        cubecl::Device::Wgpu(cubecl::wgpu::WgpuDevice::default()).client()
+    }
+
+    fn binding(handle: &Handle, shape: &[usize], strides: &[usize]) -> TensorBinding {
+        TensorBinding {
+            handle: handle.clone().binding(),
+            shape: Shape::from(shape.to_vec()),
+            strides: Strides::new(strides),
+            tiling: Tiling::default(),
+        }
+    }
+
+    /// One problem for split-K's second kernels: `slices` slices of partial sums for `batch x
+    /// m` rows of `n` columns (the output contiguous, as the launch contract has it), and the
+    /// bias `[n]` broadcast to every row, or `[m, 1]` (one value a row) where `per_row`.
+    #[derive(Debug, Clone, Copy)]
+    struct Case {
+        batch: usize,
+        m: usize,
+        n: usize,
+        slices: usize,
+        per_row: bool,
+    }
+
+    impl Case {
+        /// The output's rows, every batch's.
+        fn rows(self) -> usize {
+            self.batch * self.m
+        }
+
+        /// The ReLU mask's 32-column words a row.
+        fn words(self) -> usize {
+            self.n.div_ceil(32)
+        }
+    }
+
+    /// How one problem is finished: the second kernel, the epilogue, the output's precision.
+    #[derive(Debug, Clone, Copy)]
+    struct Finishing {
+        finish: Finish,
+        epilogue: Epilogue,
+        precision: Precision,
+    }
+
+    /// What the second kernel must store, computed on the host in the kernel's order of f32
+    /// additions (every slice in order, or, under `SliceGroups`, each group's slices in order,
+    /// then the groups in order), so the comparison is exact: the output values as f64 and the
+    /// mask's words.
+    fn expected(
+        case: Case,
+        how: Finishing,
+        partials: &[f32],
+        bias: &[f32],
+    ) -> (Vec<f64>, Vec<u32>) {
+        let Case {
+            m,
+            n,
+            slices,
+            per_row,
+            ..
+        } = case;
+        let (rows, words) = (case.rows(), case.words());
+        let (mut out, mut mask) = (vec![0.0; rows * n], vec![0u32; rows * words]);
+        for row in 0..rows {
+            for col in 0..n {
+                let part = |s: usize| partials[(s * rows + row) * n + col];
+                let sum = |first: usize, step: usize| {
+                    (first..slices)
+                        .step_by(step)
+                        .fold(0.0f32, |sum, s| sum + part(s))
+                };
+                let mut total = match how.finish {
+                    Finish::Columns => sum(0, 1),
+                    Finish::SliceGroups => (1..SLICE_GROUPS)
+                        .fold(sum(0, SLICE_GROUPS), |total, g| {
+                            total + sum(g, SLICE_GROUPS)
+                        }),
+                };
+                if how.epilogue.bias_relu() {
+                    total += if per_row { bias[row % m] } else { bias[col] };
+                    total = if total <= 0.0 { 0.0 } else { total };
+                }
+                let stored = match how.precision {
+                    Precision::F32 => f64::from(total),
+                    Precision::F16 => half::f16::from_f32(total).to_f64(),
+                    Precision::BF16 => half::bf16::from_f32(total).to_f64(),
+                };
+                out[row * n + col] = stored;
+                if stored > 0.0 {
+                    mask[row * words + col / 32] |= 1 << (col % 32);
+                }
+            }
+        }
+        (out, mask)
+    }
+
+    /// Runs the second kernel `how` says on random partial sums and bias of `case`, through
+    /// its launch, and compares the output (and the mask, under its epilogue) with
+    /// [`expected`], exactly.
+    fn check_finish(client: &Client, rng: &mut Rng, case: Case, how: Finishing) {
+        let Case {
+            batch,
+            m,
+            n,
+            slices,
+            per_row,
+        } = case;
+        let (rows, words) = (case.rows(), case.words());
+        let mut random = |len: usize, scale: f64| -> Vec<f32> {
+            (0..len)
+                .map(|_| rng.uniform(-scale, scale) as f32)
+                .collect()
+        };
+        let partials = random(slices * rows * n, 1.0);
+        let widen = |values: &[f32]| values.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+        // The bias in the output's precision, as the device holds it.
+        let bias = random(if per_row { m } else { n }, 0.5);
+        let bias: Vec<f32> = (how.precision.decode(&how.precision.encode(&widen(&bias))))
+            .into_iter()
+            .map(|x| x as f32)
+            .collect();
+        let partials_handle = client.create_from_slice(&Precision::F32.encode(&widen(&partials)));
+        let bias_handle = client.create_from_slice(&how.precision.encode(&widen(&bias)));
+        let out_handle = client.create_from_slice(&how.precision.encode(&vec![f64::NAN; rows * n]));
+        let mask_handle = client.create_from_slice(u32::as_bytes(&vec![0xDEAD_BEEF; rows * words]));
+        let dtype = ElemType::Float(match how.precision {
+            Precision::F32 => FloatKind::F32,
+            Precision::F16 => FloatKind::F16,
+            Precision::BF16 => FloatKind::BF16,
+        });
+        launch_finish(
+            client,
+            binding(&partials_handle, &[slices, rows, n], &[rows * n, n, 1]),
+            binding(
+                &bias_handle,
+                &[batch, m, n],
+                &if per_row { [0, 1, 0] } else { [0, 0, 1] },
+            ),
+            binding(&out_handle, &[batch, m, n], &[m * n, n, 1]),
+            binding(&mask_handle, &[batch, m, words], &[m * words, words, 1]),
+            how.epilogue,
+            how.finish,
+            dtype,
+            Dims { m, n, k: 1, batch },
+            AddressType::U32,
+        );
+        let got = how
+            .precision
+            .decode(&client.read_one(out_handle).expect("readback"));
+        let (want, want_mask) = expected(case, how, &partials, &bias);
+        let what = format!("{how:?} {case:?} (seed {})", rng.seed());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                g == w,
+                "{what}: row {} column {}: {g} against {w}",
+                i / n,
+                i % n
+            );
+        }
+        if how.epilogue.writes_mask() {
+            let bytes = client.read_one(mask_handle).expect("readback");
+            assert_eq!(u32::from_bytes(&bytes), &want_mask[..], "{what}: mask");
+        }
+    }
+
+    /// Split-K's second kernels through their launch, against the host, exactly: both ways of
+    /// spreading the work, one and four columns a unit (the output's width decides), slice
+    /// counts on either side of a batch of loads and of the slice groups, ragged column blocks,
+    /// batches, both bias patterns, f32 and f16 outputs, and each epilogue (the mask's where
+    /// the device has plane operations, which its words are gathered with).
+    #[test]
+    fn finish_kernels_match_the_host_exactly() {
+        let client = client();
+        let planes = client.properties().features.plane.contains(Plane::Ops);
+        if !planes {
+            eprintln!("no plane operations here: the mask's epilogue is not run");
+        }
+        let case = |batch, m, n, slices, per_row| Case {
+            batch,
+            m,
+            n,
+            slices,
+            per_row,
+        };
+        let cases = [
+            // Four columns a unit; 32 slices (the few-row path's at 4096 deep), one batch of
+            // loads a group; a column block past `n`.
+            case(1, 1, 1540, 32, false),
+            // Four slices (the swapped path's at 128 rows), fewer than a batch of loads.
+            case(2, 3, 520, 4, false),
+            // Slices past one batch of loads, and not a multiple of the groups.
+            case(1, 5, 264, 19, true),
+            // One column a unit: `n` not a multiple of 4.
+            case(1, 2, 262, 9, false),
+            case(3, 2, 258, 3, true),
+            case(1, 1, 33, 1, false),
+        ];
+        let f16 = ElemType::Float(FloatKind::F16);
+        let precisions = [Precision::F32, Precision::F16]
+            .into_iter()
+            .filter(|&p| p == Precision::F32 || client.properties().supports_type(f16));
+        let epilogues = [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask]
+            .into_iter()
+            .filter(|epilogue| planes || !epilogue.writes_mask());
+        let mut rng = Rng::fresh();
+        let mut checked = 0;
+        for precision in precisions {
+            for epilogue in epilogues.clone() {
+                for finish in [Finish::Columns, Finish::SliceGroups] {
+                    for case in cases {
+                        let how = Finishing {
+                            finish,
+                            epilogue,
+                            precision,
+                        };
+                        check_finish(&client, &mut rng, case, how);
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            checked >= 2 * 2 * cases.len(),
+            "only {checked} problems checked"
+        );
+    }
 
     fn dims(batch: usize, m: usize, k: usize, n: usize) -> Dims {
         Dims { m, n, k, batch }
