@@ -682,11 +682,7 @@ mod tests {
                     total += if per_row { bias[row % m] } else { bias[col] };
                     total = if total <= 0.0 { 0.0 } else { total };
                 }
-                let stored = match how.precision {
-                    Precision::F32 => f64::from(total),
-                    Precision::F16 => half::f16::from_f32(total).to_f64(),
-                    Precision::BF16 => half::bf16::from_f32(total).to_f64(),
-                };
+                let stored = how.precision.round(f64::from(total));
                 out[row * n + col] = stored;
                 if stored > 0.0 {
                     mask[row * words + col / 32] |= 1 << (col % 32);
@@ -714,13 +710,12 @@ mod tests {
                 .collect()
         };
         let partials = random(slices * rows * n, 1.0);
-        let widen = |values: &[f32]| values.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
         // The bias in the output's precision, as the device holds it.
-        let bias = random(if per_row { m } else { n }, 0.5);
-        let bias: Vec<f32> = (how.precision.decode(&how.precision.encode(&widen(&bias))))
+        let bias: Vec<f32> = random(if per_row { m } else { n }, 0.5)
             .into_iter()
-            .map(|x| x as f32)
+            .map(|x| how.precision.round(f64::from(x)) as f32)
             .collect();
+        let widen = |values: &[f32]| values.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
         let partials_handle = client.create_from_slice(&Precision::F32.encode(&widen(&partials)));
         let bias_handle = client.create_from_slice(&how.precision.encode(&widen(&bias)));
         let out_handle = client.create_from_slice(&how.precision.encode(&vec![f64::NAN; rows * n]));
@@ -766,7 +761,8 @@ mod tests {
     }
 
     /// Split-K's second kernels through their launch, against the host, exactly: both ways of
-    /// spreading the work, one and four columns a unit (the output's width decides), slice
+    /// spreading the work, one and four columns a unit where a kernel reads four (the output's
+    /// width decides), slice
     /// counts on either side of a batch of loads and of the slice groups, ragged column blocks,
     /// batches, both bias patterns, f32 and f16 outputs, and each epilogue (the mask's where
     /// the device has plane operations, which its words are gathered with).
@@ -785,8 +781,9 @@ mod tests {
             per_row,
         };
         let cases = [
-            // Four columns a unit; 32 slices (the few-row path's at 4096 deep), one batch of
-            // loads a group; a column block past `n`.
+            // `n` a multiple of 4 (four columns a unit where a kernel reads them so); 32 slices
+            // (the few-row path's at 4096 deep), one batch of loads a group; a column block
+            // past `n`.
             case(1, 1, 1540, 32, false),
             // Four slices (the swapped path's at 128 rows), fewer than a batch of loads.
             case(2, 3, 520, 4, false),
