@@ -326,35 +326,41 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
     }
 }
 
-/// Split-K's second kernels, for each epilogue: one column a unit, and the slice groups' at
-/// each vector width (four columns a unit move in 16-byte loads and stores).
+/// Split-K's second kernels, for each epilogue and vector width (four columns a unit move in
+/// 16-byte loads and stores).
 #[test]
 fn split_k_finish_compiles_to_cuda_with_vector_loads() {
-    let settings = KernelSettings::new(
-        *CubeDim::new_1d(256),
-        ExecutionMode::Unchecked,
-        AddressType::U32,
-    );
     for epilogue in [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask] {
-        let definition = FewRowsFinish::new(
-            settings.clone(),
-            hopper_properties(),
-            Arc::new(Default::default()),
-            tensor_arg(),
-            tensor_arg(),
-            tensor_arg(),
-            tensor_arg(),
-            epilogue,
-            Operand::Tf32.elem_type(),
-        )
-        .define();
-        let name = format!("finish_columns_{epilogue:?}");
-        let source = compile(definition, &name);
-        dump(&format!("{name}.cu"), &source);
-        assert!(!source.contains("float_4"), "{name}");
         for vector in [1, 4] {
-            let definition = FewRowsFinishGroups::new(
+            let settings = KernelSettings::new(
+                *CubeDim::new_1d(256 / vector as u32),
+                ExecutionMode::Unchecked,
+                AddressType::U32,
+            );
+            let definition = FewRowsFinish::new(
                 settings.clone(),
+                hopper_properties(),
+                Arc::new(Default::default()),
+                tensor_arg(),
+                tensor_arg(),
+                tensor_arg(),
+                tensor_arg(),
+                vector,
+                epilogue,
+                Operand::Tf32.elem_type(),
+            )
+            .define();
+            let name = format!("finish_columns_{vector}_{epilogue:?}");
+            let source = compile(definition, &name);
+            dump(&format!("{name}.cu"), &source);
+            assert_eq!(source.contains("float_4"), vector == 4, "{name}");
+            let settings = KernelSettings::new(
+                *CubeDim::new_1d(256),
+                ExecutionMode::Unchecked,
+                AddressType::U32,
+            );
+            let definition = FewRowsFinishGroups::new(
+                settings,
                 hopper_properties(),
                 Arc::new(Default::default()),
                 tensor_arg(),
