@@ -575,56 +575,57 @@ fn launch_finish(
     dims: Dims,
     address_type: AddressType,
 ) {
+    // Four columns a unit where the output's rows are whole 16-byte vectors (the partial sums,
+    // `[slices, rows, n]` f32, then are too).
+    let vector = if vectors_fit(&out, &dims) { VECTOR } else { 1 };
+    let (columns, units) = match finish {
+        Finish::Columns => (FINISH_COLUMNS, FINISH_COLUMNS / vector),
+        Finish::SliceGroups => (GROUP_VECTORS * vector, SLICE_GROUPS * GROUP_VECTORS),
+    };
+    let grid = CubeCount::Static(
+        dims.n.div_ceil(columns) as u32,
+        dims.m as u32,
+        dims.batch as u32,
+    );
+    let (partials, bias, out, mask) = (
+        partials.into_tensor_arg(),
+        bias.into_tensor_arg(),
+        out.into_tensor_arg(),
+        mask.into_tensor_arg(),
+    );
+    let cube = CubeDim::new_1d(units as u32);
     // SAFETY: `partials` holds every slice's sums of the output's rows; the kernels read those
     // and the bias inside their shapes, and write the dense output (a vector of it whole or
     // wholly past `n`) and, under the mask epilogue, each of the mask's words once (the caller
     // checked its layout).
     unsafe {
         match finish {
-            Finish::Columns => {
-                // Four columns a unit where the output's rows are whole 16-byte vectors (the
-                // partial sums, `[slices, rows, n]` f32, then are too).
-                let vector = if vectors_fit(&out, &dims) { VECTOR } else { 1 };
-                few_rows_finish::launch_unchecked(
-                    client,
-                    CubeCount::Static(
-                        dims.n.div_ceil(FINISH_COLUMNS) as u32,
-                        dims.m as u32,
-                        dims.batch as u32,
-                    ),
-                    CubeDim::new_1d((FINISH_COLUMNS / vector) as u32),
-                    address_type,
-                    vector,
-                    partials.into_tensor_arg(),
-                    bias.into_tensor_arg(),
-                    out.into_tensor_arg(),
-                    mask.into_tensor_arg(),
-                    epilogue,
-                    dtype,
-                )
-            }
-            Finish::SliceGroups => {
-                // Four columns a unit where the output's rows are whole 16-byte vectors (the
-                // partial sums, `[slices, rows, n]` f32, then are too).
-                let vector = if vectors_fit(&out, &dims) { VECTOR } else { 1 };
-                few_rows_finish_groups::launch_unchecked(
-                    client,
-                    CubeCount::Static(
-                        dims.n.div_ceil(GROUP_VECTORS * vector) as u32,
-                        dims.m as u32,
-                        dims.batch as u32,
-                    ),
-                    CubeDim::new_1d((SLICE_GROUPS * GROUP_VECTORS) as u32),
-                    address_type,
-                    vector,
-                    partials.into_tensor_arg(),
-                    bias.into_tensor_arg(),
-                    out.into_tensor_arg(),
-                    mask.into_tensor_arg(),
-                    epilogue,
-                    dtype,
-                )
-            }
+            Finish::Columns => few_rows_finish::launch_unchecked(
+                client,
+                grid,
+                cube,
+                address_type,
+                vector,
+                partials,
+                bias,
+                out,
+                mask,
+                epilogue,
+                dtype,
+            ),
+            Finish::SliceGroups => few_rows_finish_groups::launch_unchecked(
+                client,
+                grid,
+                cube,
+                address_type,
+                vector,
+                partials,
+                bias,
+                out,
+                mask,
+                epilogue,
+                dtype,
+            ),
         }
     }
 }
@@ -669,6 +670,18 @@ mod tests {
         per_row: bool,
     }
 
+    impl Case {
+        /// The output's rows, every batch's.
+        fn rows(self) -> usize {
+            self.batch * self.m
+        }
+
+        /// The ReLU mask's 32-column words a row.
+        fn words(self) -> usize {
+            self.n.div_ceil(32)
+        }
+    }
+
     /// How one problem is finished: the second kernel, the epilogue, the output's precision.
     #[derive(Debug, Clone, Copy)]
     struct Finishing {
@@ -688,14 +701,13 @@ mod tests {
         bias: &[f32],
     ) -> (Vec<f64>, Vec<u32>) {
         let Case {
-            batch,
             m,
             n,
             slices,
             per_row,
+            ..
         } = case;
-        let rows = batch * m;
-        let words = n.div_ceil(32);
+        let (rows, words) = (case.rows(), case.words());
         let (mut out, mut mask) = (vec![0.0; rows * n], vec![0u32; rows * words]);
         for row in 0..rows {
             for col in 0..n {
@@ -741,8 +753,7 @@ mod tests {
             slices,
             per_row,
         } = case;
-        let rows = batch * m;
-        let words = n.div_ceil(32);
+        let (rows, words) = (case.rows(), case.words());
         let mut random = |len: usize, scale: f64| -> Vec<f32> {
             (0..len)
                 .map(|_| rng.uniform(-scale, scale) as f32)
