@@ -198,7 +198,7 @@ pub(crate) fn slice_bounds(slice: usize, slice_k: usize, k: usize) -> (usize, us
 /// Which of split-K's second kernels adds the slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Finish {
-    /// [`few_rows_finish`]: 256 columns a cube, one a unit, each unit summing every slice:
+    /// [`few_rows_finish`]: 256 columns a cube, each unit summing every slice of its columns:
     /// where the slices are few (the swapped path's, at most 16 at `4096 x 4096`). The slice
     /// groups' kernel was 1-7% slower there on the H200 (0.0390 against 0.0375 ms at
     /// `1 x 128 x 4096 x 4096`, 0.0309 against 0.0288 at `4 x 100 x 1000 x 2056`).
@@ -211,78 +211,53 @@ pub(crate) enum Finish {
     SliceGroups,
 }
 
+/// Output columns a cube of [`few_rows_finish`]: `256 / N` units of `N` columns.
+const FINISH_COLUMNS: usize = 256;
 /// Vectors of columns a cube of [`few_rows_finish_groups`].
 const GROUP_VECTORS: usize = 64;
 /// Groups of units in a cube of [`few_rows_finish_groups`], each summing every fourth slice.
 const SLICE_GROUPS: usize = 4;
 
-/// Adds a column's partial sums for one row of one batch (cube `(x, y, z)`: 256 columns, row
-/// `y`, batch `z`), then, under the fused epilogues, the bias and the ReLU; under
-/// [`Epilogue::BiasReluMask`] each plane of 32 columns also ORs its bits into the row's mask
-/// word (set where the stored value is not `<= 0`), so the mask needs no pass of its own.
+/// Adds the partial sums of [`FINISH_COLUMNS`] columns of one row of one batch (cube
+/// `(x, y, z)`: column block, row `y`, batch `z`), `N` adjacent columns a unit (4 where the
+/// output's rows allow 16-byte loads, else 1), then finishes them as [`finish_vector`] says.
+/// A cube has the same columns at either width, so the grid, and the bytes each
+/// multiprocessor has in flight, are the same; four columns a unit take a quarter of the units
+/// and of the load instructions.
 #[cube(launch_unchecked, address_type = "dynamic")]
-pub(crate) fn few_rows_finish<F: Float>(
-    partials: &Tensor<f32>,
+pub(crate) fn few_rows_finish<F: Float, N: Size>(
+    partials: &Tensor<Vector<f32, N>>,
     bias: &Tensor<F>,
-    output: &mut Tensor<F>,
+    output: &mut Tensor<Vector<F, N>>,
     mask: &mut Tensor<u32>,
     #[comptime] epilogue: Epilogue,
     #[define(F)] _dtype: ElemType,
 ) {
+    let size = N::value();
     let slices = partials.shape(0);
-    let total = partials.shape(1) * partials.shape(2);
     let rank = output.rank();
     let m = output.shape(rank - 2);
     let n = output.shape(rank - 1);
-    let lane = UNIT_POS % 32;
-    let col = CUBE_POS_X as usize * UNITS + UNIT_POS as usize;
+    // Vectors of one slice; `n % N == 0`, so none straddles a row.
+    let slice_vectors = partials.shape(1) * n / size;
+    let col = (CUBE_POS_X as usize * comptime![FINISH_COLUMNS / size] + UNIT_POS as usize) * size;
     let row = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
-    let index = (batch * m + row) * n + col;
-    let mut bit = 0u32;
+    let mut bits = 0u32;
     if col < n {
-        // In slice order, so the sum is the same whatever the batching of its loads.
-        let mut sum = 0.0f32;
-        let mut part = Array::<f32>::new(SUMS_IN_FLIGHT);
-        let mut s = 0;
-        while s + SUMS_IN_FLIGHT <= slices {
-            #[unroll]
-            for i in 0..SUMS_IN_FLIGHT {
-                part[i] = partials[(s + i) * total + index];
-            }
-            #[unroll]
-            for i in 0..SUMS_IN_FLIGHT {
-                sum += part[i];
-            }
-            s += SUMS_IN_FLIGHT;
-        }
-        while s < slices {
-            sum += partials[s * total + index];
-            s += 1;
-        }
+        // The bias first: its loads overlap the partial sums'.
+        let mut biases = Vector::<f32, N>::new(0.0);
         if comptime![epilogue.bias_relu()] {
-            let offset = batch_offset::<F>(bias, batch);
-            let at = offset + row * bias.stride(rank - 2) + col * bias.stride(rank - 1);
-            sum = relu(sum + f32::cast_from(bias[at]));
+            biases = bias_vector::<F, N>(bias, rank, batch, row, col);
         }
-        let value = F::cast_from(sum);
+        let index = ((batch * m + row) * n + col) / size;
+        let sum = sum_slices::<N>(partials, index, slice_vectors, 0, slices, 1usize);
+        let (value, word_bits) = finish_vector::<F, N>(sum, biases, col, epilogue);
         output[index] = value;
-        // The bit follows the stored value, as the backward reads it.
-        bit = select(value <= F::from_int(0), 0u32, 1u32 << lane);
+        bits = word_bits;
     }
     if comptime![epilogue.writes_mask()] {
-        // Every lane of the plane takes part, past `n` too (with a zero bit); the lanes' bits
-        // are distinct, so the OR is the word.
-        bit |= plane_shuffle_xor(bit, 1u32);
-        bit |= plane_shuffle_xor(bit, 2u32);
-        bit |= plane_shuffle_xor(bit, 4u32);
-        bit |= plane_shuffle_xor(bit, 8u32);
-        bit |= plane_shuffle_xor(bit, 16u32);
-        let row_words = mask.shape(mask.rank() - 1);
-        let word = col / 32;
-        if lane == 0 && word < row_words {
-            mask[(batch * m + row) * row_words + word] = bit;
-        }
+        write_mask_words::<N>(mask, bits, col, batch * m + row);
     }
 }
 
@@ -291,8 +266,8 @@ pub(crate) fn few_rows_finish<F: Float>(
 /// adjacent columns a unit (4 where the output's rows allow 16-byte loads, else 1), summed by
 /// [`SLICE_GROUPS`] groups of units side by side, group `g` the slices `s` with `s % 4 == g`
 /// (four times the loads in flight a cube), then the first group adds the groups' sums in group
-/// order (the same sum whatever the batching of the loads), the bias and the ReLU, and writes
-/// the mask's words as [`few_rows_finish`] does.
+/// order (the same sum whatever the batching of the loads) and finishes them as
+/// [`finish_vector`] says.
 #[cube(launch_unchecked, address_type = "dynamic")]
 pub(crate) fn few_rows_finish_groups<F: Float, N: Size>(
     partials: &Tensor<Vector<f32, N>>,
@@ -320,33 +295,19 @@ pub(crate) fn few_rows_finish_groups<F: Float, N: Size>(
 
     let mut sums = Shared::<[Vector<f32, N>]>::new_slice(comptime![groups * vectors]);
     let mut sum = Vector::<f32, N>::new(0.0);
+    // The bias first, by the group that finishes: its loads overlap the partial sums'.
+    let mut biases = Vector::<f32, N>::new(0.0);
     if col < n {
-        // In slice order within the group, so the sum is the same whatever the batching of its
-        // loads.
-        let mut part = Array::<Vector<f32, N>>::new(SUMS_IN_FLIGHT);
-        let mut s = group;
-        while s + comptime![(SUMS_IN_FLIGHT - 1) * groups] < slices {
-            #[unroll]
-            for i in 0..SUMS_IN_FLIGHT {
-                part[i] = partials[(s + comptime![i * groups]) * slice_vectors + index];
-            }
-            #[unroll]
-            for i in 0..SUMS_IN_FLIGHT {
-                sum += part[i];
-            }
-            s += comptime![SUMS_IN_FLIGHT * groups];
+        if group == 0 && comptime![epilogue.bias_relu()] {
+            biases = bias_vector::<F, N>(bias, rank, batch, row, col);
         }
-        while s < slices {
-            sum += partials[s * slice_vectors + index];
-            s += groups;
-        }
+        sum = sum_slices::<N>(partials, index, slice_vectors, group, slices, groups);
     }
     sums[unit] = sum;
     sync_cube();
 
     // The first group: whole planes, so the mask's shuffles below have every lane.
     if group == 0 {
-        let lane = UNIT_POS % 32;
         let mut bits = 0u32;
         if col < n {
             let mut total = sums[vector];
@@ -354,37 +315,115 @@ pub(crate) fn few_rows_finish_groups<F: Float, N: Size>(
             for g in 1..groups {
                 total += sums[comptime![g * vectors] + vector];
             }
-            let mut value = Vector::<F, N>::empty();
-            let offset = batch_offset::<F>(bias, batch);
-            let (bias_sm, bias_sn) = (bias.stride(rank - 2), bias.stride(rank - 1));
-            #[unroll]
-            for e in 0..size {
-                let mut x = total.extract(e);
-                if comptime![epilogue.bias_relu()] {
-                    let at = offset + row * bias_sm + (col + e) * bias_sn;
-                    x = relu(x + f32::cast_from(bias[at]));
-                }
-                let stored = F::cast_from(x);
-                value.insert(e, stored);
-                // The bit follows the stored value, as the backward reads it.
-                bits |= select(stored <= F::from_int(0), 0u32, 1u32) << ((col + e) % 32) as u32;
-            }
+            let (value, word_bits) = finish_vector::<F, N>(total, biases, col, epilogue);
             output[index] = value;
+            bits = word_bits;
         }
         if comptime![epilogue.writes_mask()] {
-            // The `32 / N` lanes of a word, past `n` too (with zero bits); their bits are
-            // distinct, so the OR is the word.
-            #[unroll]
-            for step in 0..comptime![(32 / size).trailing_zeros()] {
-                bits |= plane_shuffle_xor(bits, comptime![1u32 << step]);
-            }
-            let row_words = mask.shape(mask.rank() - 1);
-            let word = col / 32;
-            // The first lane of each word's (a power of two).
-            if lane & comptime![(32 / size - 1) as u32] == 0 && word < row_words {
-                mask[(batch * m + row) * row_words + word] = bits;
+            write_mask_words::<N>(mask, bits, col, batch * m + row);
+        }
+    }
+}
+
+/// The sum, in slice order, of vector `index` of the slices `first`, `first + step`, ... below
+/// `slices` (each `slice_vectors` vectors apart): [`SUMS_IN_FLIGHT`] loads issued before their
+/// adds, the last batch too (its loads past `slices` not made, nor added), so that a unit waits
+/// for memory once per batch, never once per slice; and the same sum whatever the batching.
+#[cube]
+fn sum_slices<N: Size>(
+    partials: &Tensor<Vector<f32, N>>,
+    index: usize,
+    slice_vectors: usize,
+    first: usize,
+    slices: usize,
+    #[comptime] step: usize,
+) -> Vector<f32, N> {
+    let mut sum = Vector::<f32, N>::new(0.0);
+    let mut part = Array::<Vector<f32, N>>::new(SUMS_IN_FLIGHT);
+    let mut s = first;
+    while s < slices {
+        #[unroll]
+        for i in 0..SUMS_IN_FLIGHT {
+            let slice = s + comptime![i * step];
+            if slice < slices {
+                part[i] = partials[slice * slice_vectors + index];
             }
         }
+        #[unroll]
+        for i in 0..SUMS_IN_FLIGHT {
+            if s + comptime![i * step] < slices {
+                sum += part[i];
+            }
+        }
+        s += comptime![SUMS_IN_FLIGHT * step];
+    }
+    sum
+}
+
+/// The bias at columns `col..col + N` of row `row` of batch `batch`, in f32, through its
+/// broadcast view (`rank`: the output's, which the bias's view has).
+#[cube]
+fn bias_vector<F: Float, N: Size>(
+    bias: &Tensor<F>,
+    rank: usize,
+    batch: usize,
+    row: usize,
+    col: usize,
+) -> Vector<f32, N> {
+    let offset = batch_offset::<F>(bias, batch) + row * bias.stride(rank - 2);
+    let sn = bias.stride(rank - 1);
+    let mut values = Vector::<f32, N>::empty();
+    #[unroll]
+    for e in 0..N::value() {
+        values.insert(e, f32::cast_from(bias[offset + (col + e) * sn]));
+    }
+    values
+}
+
+/// Split-K's last step for the `N` columns from `col`: under the fused epilogues `relu(total +
+/// biases)`, then the output's dtype; with the ReLU mask's bits of those columns, each at its
+/// place in the row's 32-column word (set where the stored value is not `<= 0`, as the
+/// backward reads it).
+#[cube]
+fn finish_vector<F: Float, N: Size>(
+    total: Vector<f32, N>,
+    biases: Vector<f32, N>,
+    col: usize,
+    #[comptime] epilogue: Epilogue,
+) -> (Vector<F, N>, u32) {
+    let mut value = Vector::<F, N>::empty();
+    let mut bits = 0u32;
+    #[unroll]
+    for e in 0..N::value() {
+        let mut x = total.extract(e);
+        if comptime![epilogue.bias_relu()] {
+            x = relu(x + biases.extract(e));
+        }
+        let stored = F::cast_from(x);
+        value.insert(e, stored);
+        bits |= select(stored <= F::from_int(0), 0u32, 1u32) << ((col + e) % 32) as u32;
+    }
+    (value, bits)
+}
+
+/// Writes the ReLU mask's words of output row `out_row` from each unit's `bits` (its `N`
+/// columns from `col`): the `32 / N` lanes of a word OR their bits, which are distinct, and the
+/// first of them stores the word. Every lane of the plane takes part, past `n` too (with zero
+/// bits), so the caller runs it in whole planes.
+#[cube]
+fn write_mask_words<N: Size>(mask: &mut Tensor<u32>, bits: u32, col: usize, out_row: usize) {
+    let size = N::value();
+    let lane = UNIT_POS % 32;
+    let mut word_bits = bits;
+    #[unroll]
+    for step in 0..comptime![(32 / size).trailing_zeros()] {
+        word_bits |= plane_shuffle_xor(word_bits, comptime![1u32 << step]);
+    }
+    let row_words = mask.shape(mask.rank() - 1);
+    let word = col / 32;
+    // The first lane of each word's (a power of two).
+    if lane & comptime![(32 / size - 1) as u32] == 0 && word < row_words {
+        mask[out_row * row_words + word] = word_bits;
     }
 }
 
@@ -536,6 +575,25 @@ fn launch_finish(
     dims: Dims,
     address_type: AddressType,
 ) {
+    // Four columns a unit where the output's rows are whole 16-byte vectors (the partial sums,
+    // `[slices, rows, n]` f32, then are too).
+    let vector = if vectors_fit(&out, &dims) { VECTOR } else { 1 };
+    let (columns, units) = match finish {
+        Finish::Columns => (FINISH_COLUMNS, FINISH_COLUMNS / vector),
+        Finish::SliceGroups => (GROUP_VECTORS * vector, SLICE_GROUPS * GROUP_VECTORS),
+    };
+    let grid = CubeCount::Static(
+        dims.n.div_ceil(columns) as u32,
+        dims.m as u32,
+        dims.batch as u32,
+    );
+    let (partials, bias, out, mask) = (
+        partials.into_tensor_arg(),
+        bias.into_tensor_arg(),
+        out.into_tensor_arg(),
+        mask.into_tensor_arg(),
+    );
+    let cube = CubeDim::new_1d(units as u32);
     // SAFETY: `partials` holds every slice's sums of the output's rows; the kernels read those
     // and the bias inside their shapes, and write the dense output (a vector of it whole or
     // wholly past `n`) and, under the mask epilogue, each of the mask's words once (the caller
@@ -544,42 +602,30 @@ fn launch_finish(
         match finish {
             Finish::Columns => few_rows_finish::launch_unchecked(
                 client,
-                CubeCount::Static(
-                    dims.n.div_ceil(UNITS) as u32,
-                    dims.m as u32,
-                    dims.batch as u32,
-                ),
-                CubeDim::new_1d(UNITS as u32),
+                grid,
+                cube,
                 address_type,
-                partials.into_tensor_arg(),
-                bias.into_tensor_arg(),
-                out.into_tensor_arg(),
-                mask.into_tensor_arg(),
+                vector,
+                partials,
+                bias,
+                out,
+                mask,
                 epilogue,
                 dtype,
             ),
-            Finish::SliceGroups => {
-                // Four columns a unit where the output's rows are whole 16-byte vectors (the
-                // partial sums, `[slices, rows, n]` f32, then are too).
-                let vector = if vectors_fit(&out, &dims) { VECTOR } else { 1 };
-                few_rows_finish_groups::launch_unchecked(
-                    client,
-                    CubeCount::Static(
-                        dims.n.div_ceil(GROUP_VECTORS * vector) as u32,
-                        dims.m as u32,
-                        dims.batch as u32,
-                    ),
-                    CubeDim::new_1d((SLICE_GROUPS * GROUP_VECTORS) as u32),
-                    address_type,
-                    vector,
-                    partials.into_tensor_arg(),
-                    bias.into_tensor_arg(),
-                    out.into_tensor_arg(),
-                    mask.into_tensor_arg(),
-                    epilogue,
-                    dtype,
-                )
-            }
+            Finish::SliceGroups => few_rows_finish_groups::launch_unchecked(
+                client,
+                grid,
+                cube,
+                address_type,
+                vector,
+                partials,
+                bias,
+                out,
+                mask,
+                epilogue,
+                dtype,
+            ),
         }
     }
 }
@@ -761,8 +807,7 @@ mod tests {
     }
 
     /// Split-K's second kernels through their launch, against the host, exactly: both ways of
-    /// spreading the work, one and four columns a unit where a kernel reads four (the output's
-    /// width decides), slice
+    /// spreading the work, one and four columns a unit (the output's width decides), slice
     /// counts on either side of a batch of loads and of the slice groups, ragged column blocks,
     /// batches, both bias patterns, f32 and f16 outputs, and each epilogue (the mask's where
     /// the device has plane operations, which its words are gathered with).
@@ -781,9 +826,8 @@ mod tests {
             per_row,
         };
         let cases = [
-            // `n` a multiple of 4 (four columns a unit where a kernel reads them so); 32 slices
-            // (the few-row path's at 4096 deep), one batch of loads a group; a column block
-            // past `n`.
+            // Four columns a unit; 32 slices (the few-row path's at 4096 deep), one batch of
+            // loads a group; a column block past `n`.
             case(1, 1, 1540, 32, false),
             // Four slices (the swapped path's at 128 rows), fewer than a batch of loads.
             case(2, 3, 520, 4, false),

@@ -60,6 +60,16 @@ fn hopper_properties() -> Arc<DeviceProperties> {
 }
 
 /// The compilation argument of a plain tensor argument (no in-place reuse).
+/// A kernel's settings as fmar launches its Hopper kernels: `units` a cube, unchecked, 32-bit
+/// addresses.
+fn cube_settings(units: u32) -> KernelSettings {
+    KernelSettings::new(
+        *CubeDim::new_1d(units),
+        ExecutionMode::Unchecked,
+        AddressType::U32,
+    )
+}
+
 fn tensor_arg() -> TensorCompilationArg {
     TensorCompilationArg {
         meta: TensorMetaCompilationArg { len: (), rank: () },
@@ -70,11 +80,7 @@ fn tensor_arg() -> TensorCompilationArg {
 /// The CUDA C++ of the kernel compiled for `config`.
 fn source(config: KernelConfig) -> String {
     let dtype = config.operand.elem_type();
-    let settings = KernelSettings::new(
-        *CubeDim::new_1d(config.cube_units()),
-        ExecutionMode::Unchecked,
-        AddressType::U32,
-    );
+    let settings = cube_settings(config.cube_units());
     // Settings, device, then each argument's compilation argument (the scalars `m`, `n`, `k`
     // and `batches` have none), the accumulator's size, and the compile-time arguments.
     macro_rules! define {
@@ -300,11 +306,7 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
         .map(|rows| (rows, 1, 128))
         .chain([(4, 4, 256)])
     {
-        let settings = KernelSettings::new(
-            *CubeDim::new_1d(256),
-            ExecutionMode::Unchecked,
-            AddressType::U32,
-        );
+        let settings = cube_settings(256);
         let definition = FewRowsPartials::new(
             settings,
             hopper_properties(),
@@ -326,35 +328,33 @@ fn few_row_kernels_compile_to_cuda_with_vector_tile_reads() {
     }
 }
 
-/// Split-K's second kernels, for each epilogue: one column a unit, and the slice groups' at
-/// each vector width (four columns a unit move in 16-byte loads and stores).
+/// Split-K's second kernels, for each epilogue and vector width (four columns a unit move in
+/// 16-byte loads and stores).
 #[test]
 fn split_k_finish_compiles_to_cuda_with_vector_loads() {
-    let settings = KernelSettings::new(
-        *CubeDim::new_1d(256),
-        ExecutionMode::Unchecked,
-        AddressType::U32,
-    );
     for epilogue in [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask] {
-        let definition = FewRowsFinish::new(
-            settings.clone(),
-            hopper_properties(),
-            Arc::new(Default::default()),
-            tensor_arg(),
-            tensor_arg(),
-            tensor_arg(),
-            tensor_arg(),
-            epilogue,
-            Operand::Tf32.elem_type(),
-        )
-        .define();
-        let name = format!("finish_columns_{epilogue:?}");
-        let source = compile(definition, &name);
-        dump(&format!("{name}.cu"), &source);
-        assert!(!source.contains("float_4"), "{name}");
         for vector in [1, 4] {
-            let definition = FewRowsFinishGroups::new(
+            let settings = cube_settings(256 / vector as u32);
+            let definition = FewRowsFinish::new(
                 settings.clone(),
+                hopper_properties(),
+                Arc::new(Default::default()),
+                tensor_arg(),
+                tensor_arg(),
+                tensor_arg(),
+                tensor_arg(),
+                vector,
+                epilogue,
+                Operand::Tf32.elem_type(),
+            )
+            .define();
+            let name = format!("finish_columns_{vector}_{epilogue:?}");
+            let source = compile(definition, &name);
+            dump(&format!("{name}.cu"), &source);
+            assert_eq!(source.contains("float_4"), vector == 4, "{name}");
+            let settings = cube_settings(256);
+            let definition = FewRowsFinishGroups::new(
+                settings,
                 hopper_properties(),
                 Arc::new(Default::default()),
                 tensor_arg(),
@@ -385,11 +385,7 @@ fn swapped_kernels_compile_to_cuda_with_register_a_mmas() {
         .flat_map(|rows| copies.map(|copy| (rows, copy)))
     {
         let warpgroups = super::swapped::warpgroups(rows);
-        let settings = KernelSettings::new(
-            *CubeDim::new_1d(128 * warpgroups as u32),
-            ExecutionMode::Unchecked,
-            AddressType::U32,
-        );
+        let settings = cube_settings(128 * warpgroups as u32);
         let definition = SwappedPartials::new(
             settings,
             hopper_properties(),
@@ -431,11 +427,7 @@ fn swapped_tma_kernels_compile_to_cuda_with_register_a_mmas() {
     for rows in super::swapped::ROWS {
         let warpgroups = super::swapped_tma::WARPGROUPS;
         let stages = super::swapped_tma::stages(rows, warpgroups);
-        let settings = KernelSettings::new(
-            *CubeDim::new_1d(128 * warpgroups as u32 + 32),
-            ExecutionMode::Unchecked,
-            AddressType::U32,
-        );
+        let settings = cube_settings(128 * warpgroups as u32 + 32);
         let definition = SwappedTmaPartials::new(
             settings,
             hopper_properties(),
