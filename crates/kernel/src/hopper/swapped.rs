@@ -547,7 +547,7 @@ pub(crate) fn copies_in_vectors(binding: &TensorBinding, elems: usize) -> bool {
 
 /// The TMA engine's maps of `lhs` and `rhs` where it can read both as the TMA-fed kernel needs
 /// them ([`swapped_tma`]): `lhs` K-major, `rhs` N-major, starts and strides 16-byte aligned.
-fn tma_layouts(ops: &Operands) -> Option<(MapLayout, MapLayout)> {
+pub(crate) fn tma_layouts(ops: &Operands) -> Option<(MapLayout, MapLayout)> {
     let plan = plan(&ops.lhs, &ops.rhs, &ops.out, 4).ok()?;
     (plan.lhs_major == LhsMajor::K && plan.rhs_major == RhsMajor::N).then_some((plan.lhs, plan.rhs))
 }
