@@ -485,14 +485,11 @@ fn launch_tma(
     rows: usize,
     (lhs_layout, rhs_layout): (MapLayout, MapLayout),
 ) {
-    let blocks = dims.n.div_ceil(few_rows_tma::UNITS) * dims.batch;
-    let chunks = dims.k.div_ceil(CHUNK_K);
-    let wanted = (processors(client) * few_rows_tma::CUBES_PER_PROCESSOR / blocks).clamp(1, chunks);
-    // Never more slices than the grid's y allows.
-    let per_slice = chunks
-        .div_ceil(wanted)
-        .max(chunks.div_ceil(u16::MAX as usize));
-    let slice_k = per_slice * CHUNK_K;
+    let slice_k = swapped::stage_slice_k(
+        &dims,
+        few_rows_tma::UNITS,
+        processors(client) * few_rows_tma::CUBES_PER_PROCESSOR,
+    );
     let slices = dims.k.div_ceil(slice_k);
     split_k(
         client,
