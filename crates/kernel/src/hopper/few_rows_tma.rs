@@ -206,6 +206,31 @@ mod tests {
         assert_eq!(lhs_stage_bytes(4) % 1024, 0);
     }
 
+    /// One round of cubes, two a multiprocessor, in whole stages: 16 column blocks at
+    /// `4096 x 4096` on 132 multiprocessors, 16 slices of 8 stages (256 cubes of 264); at
+    /// `8192 x 8192` 32 blocks, 8 slices of 32 stages; batched, the blocks of every batch.
+    #[test]
+    fn slices_fill_one_round_of_two_cubes_a_multiprocessor() {
+        use crate::contract::Dims;
+        use crate::hopper::swapped::stage_slice_k;
+        let dims = |batch, m, k, n| Dims { m, n, k, batch };
+        let resident = 132 * CUBES_PER_PROCESSOR;
+        assert_eq!(stage_slice_k(&dims(1, 1, 4096, 4096), UNITS, resident), 256);
+        assert_eq!(
+            stage_slice_k(&dims(1, 1, 8192, 8192), UNITS, resident),
+            1024
+        );
+        assert_eq!(
+            stage_slice_k(&dims(4, 1, 4096, 4096), UNITS, resident),
+            1024
+        );
+        // A ragged `k` and `n`: 34 blocks, 7 slices of 37 stages, the last one short.
+        assert_eq!(
+            stage_slice_k(&dims(2, 3, 8200, 4100), UNITS, resident),
+            1184
+        );
+    }
+
     /// The bank argument of the module doc: a warp's words of one line of a box (any `k`) are
     /// 32 distinct banks.
     #[test]
