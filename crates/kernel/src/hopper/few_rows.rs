@@ -15,8 +15,11 @@
 use crate::Operands;
 use crate::common::{address_type, batch_offset, relu};
 use crate::contract::Dims;
-use crate::hopper::swapped::copies_in_vectors;
-use crate::hopper::{Epilogue, processors};
+use crate::hopper::few_rows_tma::{self, few_rows_tma_partials};
+use crate::hopper::plan::MapLayout;
+use crate::hopper::swapped::{self, CHUNK_K, copies_in_vectors};
+use crate::hopper::swapped_tma::BOX_COLUMNS;
+use crate::hopper::{Epilogue, processors, tensor_map};
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
@@ -449,6 +452,12 @@ pub(crate) fn launch(
         .into_iter()
         .find(|&rows| dims.m <= rows)
         .expect("the caller checked `takes`");
+    if rows <= TMA_ROWS
+        && let Some(layouts) = swapped::tma_layouts(&ops)
+    {
+        launch_tma(client, ops, dtype, dims, epilogue, mask, rows, layouts);
+        return;
+    }
     let vector_depth = vector_slice_k(&dims, processors(client));
     let vector = match vector_depth {
         Some(_) if rows <= VECTOR_ROWS && vectors_fit(&ops.rhs, &dims) => VECTOR,
@@ -490,6 +499,73 @@ pub(crate) fn launch(
                     rows,
                     capacity,
                     dtype,
+                );
+            }
+        },
+    );
+}
+
+/// The most rows the TMA-fed partial sums ([`few_rows_tma`](super::few_rows_tma)) are
+/// compiled for: where the weight's bytes set the time.
+const TMA_ROWS: usize = 8;
+
+/// The few-row path fed by the TMA engine ([`few_rows_tma_partials`]), where both operands'
+/// maps (`layouts`: `lhs`'s, the weight's) allow it: `k` split so that the cubes, two a
+/// multiprocessor, run in one round, in slices of whole 32-`k` stages; then split-K's second
+/// kernel by slice groups.
+#[allow(clippy::too_many_arguments)]
+fn launch_tma(
+    client: &Client,
+    ops: Operands,
+    dtype: ElemType,
+    dims: Dims,
+    epilogue: Epilogue,
+    mask: TensorBinding,
+    rows: usize,
+    (lhs_layout, rhs_layout): (MapLayout, MapLayout),
+) {
+    let slice_k = swapped::stage_slice_k(
+        &dims,
+        few_rows_tma::UNITS,
+        processors(client) * few_rows_tma::CUBES_PER_PROCESSOR,
+    );
+    let slices = dims.k.div_ceil(slice_k);
+    split_k(
+        client,
+        ops,
+        dtype,
+        dims,
+        epilogue,
+        mask,
+        slices,
+        Finish::SliceGroups,
+        |lhs, rhs, partials, address_type| {
+            let lhs_map = tensor_map(&lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
+            let rhs_map = tensor_map(&rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
+            // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes,
+            // filling past the edges with zeros; the kernel writes each partial sum once,
+            // inside the buffer it was given.
+            unsafe {
+                few_rows_tma_partials::launch_unchecked(
+                    client,
+                    CubeCount::Static(
+                        dims.n.div_ceil(few_rows_tma::UNITS) as u32,
+                        slices as u32,
+                        dims.batch as u32,
+                    ),
+                    CubeDim::new_1d(few_rows_tma::UNITS as u32 + 32),
+                    address_type,
+                    lhs_map,
+                    rhs_map,
+                    partials.into_tensor_arg(),
+                    dims.m as u32,
+                    dims.n as u32,
+                    dims.k as u32,
+                    slice_k as u32,
+                    rows,
+                    few_rows_tma::STAGES,
+                    lhs_layout.batched,
+                    rhs_layout.batched,
                 );
             }
         },

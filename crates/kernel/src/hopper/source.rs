@@ -7,6 +7,7 @@ use super::few_rows::{
     ROWS, few_rows_finish::FewRowsFinish, few_rows_finish_groups::FewRowsFinishGroups,
     few_rows_partials::FewRowsPartials,
 };
+use super::few_rows_tma::few_rows_tma_partials::FewRowsTmaPartials;
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
 use super::kernel::{Epilogue, KernelConfig};
@@ -457,6 +458,46 @@ fn swapped_tma_kernels_compile_to_cuda_with_register_a_mmas() {
             "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
         ] {
             assert!(source.contains(&needle), "{name}: no `{needle}`");
+        }
+    }
+}
+
+/// The TMA-fed few-row partial sums, at each row count compiled: a producer unit's tensor
+/// copies completing on the ring's barriers, and the `lhs` rows read four `k` at a time.
+#[test]
+fn few_row_tma_kernels_compile_to_cuda_with_tensor_copies() {
+    for rows in [4, 8] {
+        let settings = KernelSettings::new(
+            *CubeDim::new_1d(super::few_rows_tma::UNITS as u32 + 32),
+            ExecutionMode::Unchecked,
+            AddressType::U32,
+        );
+        let definition = FewRowsTmaPartials::new(
+            settings,
+            hopper_properties(),
+            Arc::new(Default::default()),
+            (),
+            (),
+            tensor_arg(),
+            (),
+            (),
+            (),
+            (),
+            rows,
+            super::few_rows_tma::STAGES,
+            true,
+            false,
+        )
+        .define();
+        let name = format!("few_rows_tma_{rows}");
+        let source = compile(definition, &name);
+        dump(&format!("{name}.cu"), &source);
+        for needle in [
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "mbarrier.arrive.expect_tx.shared::cta.b64",
+            "float_4",
+        ] {
+            assert!(source.contains(needle), "{name}: no `{needle}`");
         }
     }
 }

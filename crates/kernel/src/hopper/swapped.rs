@@ -503,15 +503,26 @@ fn rows_for(m: usize) -> usize {
         .expect("at most the largest row count")
 }
 
-/// Depth of one slice of `k` for cubes of `warpgroups` warpgroups: a whole number of stages, `k`
-/// split so that every multiprocessor has at most [`cubes_per_processor()`] cubes. At most, not
-/// about: the cubes run in rounds of as many as fit at once, and one slice more than fits
-/// starts a round that leaves most multiprocessors idle (at `1 x 128 x 4096 x 4096`, 5 slices
-/// of 64 column blocks would be 320 cubes, 1.2 rounds of 264, where 4 slices are one).
+/// Depth of one slice of `k` for cubes of `warpgroups` warpgroups ([`stage_slice_k`], at most
+/// [`cubes_per_processor()`] cubes a multiprocessor).
 fn slice_k(dims: &Dims, processors: usize, warpgroups: usize) -> usize {
-    let blocks = dims.n.div_ceil(COLUMNS * warpgroups) * dims.batch;
+    stage_slice_k(
+        dims,
+        COLUMNS * warpgroups,
+        processors * cubes_per_processor(warpgroups),
+    )
+}
+
+/// Depth of one slice of `k` for cubes of `columns` columns: a whole number of stages
+/// ([`CHUNK_K`]), `k` split so that the grid has at most `resident` cubes (as many as fit the
+/// device at once). At most, not about: the cubes run in rounds of as many as fit at once, and
+/// one slice more than fits starts a round that leaves most multiprocessors idle (at
+/// `1 x 128 x 4096 x 4096`, 5 slices of 64 column blocks would be 320 cubes, 1.2 rounds of
+/// 264, where 4 slices are one).
+pub(crate) fn stage_slice_k(dims: &Dims, columns: usize, resident: usize) -> usize {
+    let blocks = dims.n.div_ceil(columns) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
-    let wanted = (processors * cubes_per_processor(warpgroups) / blocks).clamp(1, chunks);
+    let wanted = (resident / blocks).clamp(1, chunks);
     // Never more than the grid's y allows.
     let per_slice = chunks
         .div_ceil(wanted)
@@ -547,7 +558,7 @@ pub(crate) fn copies_in_vectors(binding: &TensorBinding, elems: usize) -> bool {
 
 /// The TMA engine's maps of `lhs` and `rhs` where it can read both as the TMA-fed kernel needs
 /// them ([`swapped_tma`]): `lhs` K-major, `rhs` N-major, starts and strides 16-byte aligned.
-fn tma_layouts(ops: &Operands) -> Option<(MapLayout, MapLayout)> {
+pub(crate) fn tma_layouts(ops: &Operands) -> Option<(MapLayout, MapLayout)> {
     let plan = plan(&ops.lhs, &ops.rhs, &ops.out, 4).ok()?;
     (plan.lhs_major == LhsMajor::K && plan.rhs_major == RhsMajor::N).then_some((plan.lhs, plan.rhs))
 }

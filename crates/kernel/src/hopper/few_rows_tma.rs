@@ -1,0 +1,247 @@
+//! [`few_rows`](super::few_rows)'s partial sums fed by the TMA engine, where both operands'
+//! strides allow it (`lhs` K-major, the weight N-major, starts and strides 16-byte aligned).
+//! The few-row kernel holds the weight's bytes in flight in its units' registers (eight 4-byte
+//! loads a unit, 32 KiB a multiprocessor), which held it at 77% of DRAM bandwidth on an H100 at
+//! `1 x 1 x 4096 x 4096`; here a producer unit keeps a ring of whole stages in flight (up to
+//! 96 KiB a cube, two cubes a multiprocessor), and the consumers' FMAs read them from shared
+//! memory.
+//!
+//! A stage holds the weight's `[32 k][256 columns]` as eight boxes of `[32 k][32 columns]` (the
+//! TMA engine's 128-byte swizzle: 16-byte group `c` of line `k` at group `c ^ (k % 8)`), and
+//! `lhs`'s rows at the stage's 32 `k` (a box `[rows][32 k]`, the same swizzle). Unit `u`
+//! computes column `u` of the cube's 256: a warp reads one box line a `k`, its 32 words a
+//! permutation of 32 consecutive ones (no bank conflict), and four `k` of a row of `lhs` in one
+//! 16-byte load, the same address across the cube (a broadcast).
+
+use crate::hopper::few_rows::slice_bounds;
+use crate::hopper::mbarrier::{
+    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_ring, next_stage, wait_barrier,
+};
+use crate::hopper::swapped::CHUNK_K;
+use crate::hopper::swapped_tma::BOX_COLUMNS;
+use crate::hopper::tma::load_3d;
+use crate::hopper::wgmma::shared_address;
+use cubecl::prelude::*;
+
+/// Consumer units a cube, one output column each.
+pub(crate) const UNITS: usize = 256;
+/// Weight boxes a stage: [`UNITS`] columns.
+const BOXES: usize = UNITS / BOX_COLUMNS;
+/// Bytes of one weight box: [`CHUNK_K`] lines of [`BOX_COLUMNS`] f32.
+const BOX_BYTES: usize = CHUNK_K * BOX_COLUMNS * 4;
+/// Bytes of a stage's weight.
+const WEIGHT_STAGE_BYTES: usize = BOXES * BOX_BYTES;
+/// Stages of the ring: three of 33 KiB, so that two cubes share a multiprocessor.
+pub(crate) const STAGES: usize = 3;
+/// Cubes a multiprocessor holds (by shared memory), which the grid is sized to: one round.
+pub(crate) const CUBES_PER_PROCESSOR: usize = 2;
+
+/// Bytes of a stage's `lhs` at `rows` rows: whole 1024-byte swizzle atoms (8 lines of 128
+/// bytes), so that each stage's box starts on one.
+pub(crate) const fn lhs_stage_bytes(rows: usize) -> usize {
+    let lines = if rows < 8 { 8 } else { rows };
+    lines * CHUNK_K * 4
+}
+
+/// One slice of `k`'s partial sums for 256 weight columns of every row (cube `(x, y, z)`:
+/// column block, slice, batch) into `partials`, `[slices, batch * m, n]`, as
+/// [`few_rows_partials`](super::few_rows::few_rows_partials) writes them. `rhs` is the weight's
+/// map (`[batch, k, n]`, box `[1, 32, 32]`), `lhs` the rows' (`[batch, m, k]`, box
+/// `[1, rows, 32]`); past the edges the TMA engine reads zeros. `slice_k` is a multiple of 32.
+#[cube(launch_unchecked, address_type = "dynamic")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn few_rows_tma_partials(
+    lhs: &TensorMap<f32, Tiled>,
+    rhs: &TensorMap<f32, Tiled>,
+    partials: &mut Tensor<f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+    slice_k: u32,
+    #[comptime] rows: usize,
+    #[comptime] stages: usize,
+    #[comptime] lhs_batched: bool,
+    #[comptime] rhs_batched: bool,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let (weight_bytes, lhs_bytes, lhs_copy_bytes) = comptime![(
+        WEIGHT_STAGE_BYTES as u32,
+        lhs_stage_bytes(rows) as u32,
+        (rows * CHUNK_K * 4) as u32
+    )];
+    let col0 = CUBE_POS_X as usize * UNITS;
+    let slice = CUBE_POS_Y as usize;
+    let batch = CUBE_POS_Z as usize;
+    let (k_first, k_end) = slice_bounds(slice, slice_k as usize, k);
+    let chunks = (k_end - k_first).div_ceil(CHUNK_K);
+
+    let smem_w =
+        Shared::<[f32]>::new_aligned_slice(comptime![stages * WEIGHT_STAGE_BYTES / 4], 1024usize);
+    let smem_l = Shared::<[Vector<f32, Const<4>>]>::new_aligned_slice(
+        comptime![stages * lhs_stage_bytes(rows) / 16],
+        1024usize,
+    );
+    // `full` of each stage (the producer's arrival and the bytes of its copies), then `empty`
+    // of each stage (every consumer unit's arrival).
+    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
+    let full = shared_address::<u64>(&barrier_words);
+    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
+    if UNIT_POS == 0 {
+        init_ring(full, empty, stages, comptime![UNITS as u32]);
+        // The barriers' initialisation must be visible to the TMA engine.
+        fence_proxy_async();
+    }
+    sync_cube();
+
+    if UNIT_POS as usize == UNITS {
+        let w_ring = shared_address::<f32>(&smem_w);
+        let l_ring = shared_address::<Vector<f32, Const<4>>>(&smem_l);
+        // A broadcast operand's map has one batch: coordinate 0.
+        let mut lhs_batch = 0i32;
+        let mut rhs_batch = 0i32;
+        if comptime![lhs_batched] {
+            lhs_batch = batch as i32;
+        }
+        if comptime![rhs_batched] {
+            rhs_batch = batch as i32;
+        }
+        let mut stage = 0u32;
+        let mut phase = 0u32;
+        for c in 0..chunks {
+            let k0 = (k_first + c * CHUNK_K) as i32;
+            wait_barrier(empty + stage * BARRIER_BYTES, phase ^ 1);
+            let barrier = full + stage * BARRIER_BYTES;
+            let w_at = w_ring + stage * weight_bytes;
+            #[unroll]
+            for p in 0..BOXES {
+                let col = (col0 + comptime![BOX_COLUMNS * p]) as i32;
+                load_3d::<f32>(
+                    rhs,
+                    w_at + comptime![(p * BOX_BYTES) as u32],
+                    barrier,
+                    rhs_batch,
+                    k0,
+                    col,
+                );
+            }
+            load_3d::<f32>(
+                lhs,
+                l_ring + stage * lhs_bytes,
+                barrier,
+                lhs_batch,
+                0i32,
+                k0,
+            );
+            arrive_expecting(barrier, weight_bytes + lhs_copy_bytes);
+            (stage, phase) = next_stage(stage, phase, stages);
+        }
+    } else if (UNIT_POS as usize) < UNITS {
+        let unit = UNIT_POS as usize;
+        // This unit's column: box `unit / 32`, 16-byte group `column / 4` of its lines (at
+        // `group ^ (k % 8)`), word `column % 4` of the group.
+        let column = unit % BOX_COLUMNS;
+        let group = column / 4;
+        let box_at = (unit / BOX_COLUMNS) * comptime![BOX_BYTES / 4] + column % 4;
+        let mut acc = Array::<f32>::new(rows);
+        #[unroll]
+        for r in 0..rows {
+            acc[r] = 0.0;
+        }
+        let mut w = Array::<f32>::new(4usize);
+        let mut stage = 0u32;
+        let mut phase = 0u32;
+        for _ in 0..chunks {
+            let offset = stage * BARRIER_BYTES;
+            wait_barrier(full + offset, phase);
+            let w_at = stage as usize * comptime![WEIGHT_STAGE_BYTES / 4] + box_at;
+            let l_at = stage as usize * comptime![lhs_stage_bytes(rows) / 16];
+            #[unroll]
+            for g in 0..comptime![CHUNK_K / 4] {
+                #[unroll]
+                for e in 0..4usize {
+                    let kk = comptime![4 * g + e];
+                    w[e] = smem_w
+                        [w_at + comptime![kk * BOX_COLUMNS] + (group ^ comptime![kk % 8]) * 4];
+                }
+                #[unroll]
+                for r in 0..rows {
+                    // Four `k` of row `r`: group `g` of its line, at `g ^ (r % 8)`.
+                    let x = smem_l[l_at + comptime![r * 8 + (g ^ (r % 8))]];
+                    #[unroll]
+                    for e in 0..4usize {
+                        acc[r] += x.extract(e) * w[e];
+                    }
+                }
+            }
+            arrive(empty + offset);
+            (stage, phase) = next_stage(stage, phase, stages);
+        }
+
+        let col = col0 + unit;
+        if col < n {
+            let out_rows = partials.shape(1);
+            #[unroll]
+            for r in 0..rows {
+                if r < m {
+                    partials[(slice * out_rows + batch * m + r) * n + col] = acc[r];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_cubes_share_a_multiprocessor() {
+        for rows in [4, 8] {
+            let ring = STAGES * (WEIGHT_STAGE_BYTES + lhs_stage_bytes(rows));
+            assert!(
+                CUBES_PER_PROCESSOR * (ring + 1024) <= 227 * 1024,
+                "{rows} rows: {ring} bytes"
+            );
+        }
+        assert_eq!(lhs_stage_bytes(4) % 1024, 0);
+    }
+
+    /// One round of cubes, two a multiprocessor, in whole stages: 16 column blocks at
+    /// `4096 x 4096` on 132 multiprocessors, 16 slices of 8 stages (256 cubes of 264); at
+    /// `8192 x 8192` 32 blocks, 8 slices of 32 stages; batched, the blocks of every batch.
+    #[test]
+    fn slices_fill_one_round_of_two_cubes_a_multiprocessor() {
+        use crate::contract::Dims;
+        use crate::hopper::swapped::stage_slice_k;
+        let dims = |batch, m, k, n| Dims { m, n, k, batch };
+        let resident = 132 * CUBES_PER_PROCESSOR;
+        assert_eq!(stage_slice_k(&dims(1, 1, 4096, 4096), UNITS, resident), 256);
+        assert_eq!(
+            stage_slice_k(&dims(1, 1, 8192, 8192), UNITS, resident),
+            1024
+        );
+        assert_eq!(
+            stage_slice_k(&dims(4, 1, 4096, 4096), UNITS, resident),
+            1024
+        );
+        // A ragged `k` and `n`: 34 blocks, 7 slices of 37 stages, the last one short.
+        assert_eq!(
+            stage_slice_k(&dims(2, 3, 8200, 4100), UNITS, resident),
+            1184
+        );
+    }
+
+    /// The bank argument of the module doc: a warp's words of one line of a box (any `k`) are
+    /// 32 distinct banks.
+    #[test]
+    fn a_warps_weight_loads_hit_every_bank_once() {
+        for k in 0..CHUNK_K {
+            let mut banks = [0usize; 32];
+            for lane in 0..32usize {
+                let word = k * BOX_COLUMNS + ((lane / 4) ^ (k % 8)) * 4 + lane % 4;
+                banks[word % 32] += 1;
+            }
+            assert!(banks.iter().all(|&b| b == 1), "k {k}: {banks:?}");
+        }
+    }
+}
