@@ -11,7 +11,7 @@
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
 //! | `few_rows` | f32 at up to 8 rows (32 without TF32) with an N-major `rhs`: split-K with f32 FMAs, no copy; split-K's second kernel, which adds the slices and applies the epilogue |
-//! | `few_rows_tma` | `few_rows`'s partial sums fed by the TMA engine (a producer unit and a ring of stages), at up to 8 rows where both operands' strides allow it |
+//! | `few_rows_tma` | `few_rows`'s partial sums fed by the TMA engine (a producer unit and a ring of stages), at up to 8 rows where both operands' strides allow it and the weight is not shared by several batches |
 //! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy; fed by `cp.async` where the TMA engine cannot read the operands |
 //! | `swapped_tma` | the same product fed by the TMA engine, a producer unit and mbarriers |
 //!
