@@ -15,11 +15,10 @@
 
 use crate::hopper::few_rows::slice_bounds;
 use crate::hopper::mbarrier::{
-    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_ring, next_stage, wait_barrier,
+    BARRIER_BYTES, arrive, fence_proxy_async, init_ring, next_stage, wait_barrier,
 };
 use crate::hopper::swapped::CHUNK_K;
-use crate::hopper::swapped_tma::BOX_COLUMNS;
-use crate::hopper::tma::load_3d;
+use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
 use crate::hopper::wgmma::shared_address;
 use cubecl::prelude::*;
 
@@ -27,8 +26,6 @@ use cubecl::prelude::*;
 pub(crate) const UNITS: usize = 256;
 /// Weight boxes a stage: [`UNITS`] columns.
 const BOXES: usize = UNITS / BOX_COLUMNS;
-/// Bytes of one weight box: [`CHUNK_K`] lines of [`BOX_COLUMNS`] f32.
-const BOX_BYTES: usize = CHUNK_K * BOX_COLUMNS * 4;
 /// Bytes of a stage's weight.
 const WEIGHT_STAGE_BYTES: usize = BOXES * BOX_BYTES;
 /// Stages of the ring: three of 33 KiB, so that two cubes share a multiprocessor.
@@ -64,11 +61,8 @@ pub(crate) fn few_rows_tma_partials(
     #[comptime] rhs_batched: bool,
 ) {
     let (m, n, k) = (m as usize, n as usize, k as usize);
-    let (weight_bytes, lhs_bytes, lhs_copy_bytes) = comptime![(
-        WEIGHT_STAGE_BYTES as u32,
-        lhs_stage_bytes(rows) as u32,
-        (rows * CHUNK_K * 4) as u32
-    )];
+    let (lhs_bytes, lhs_copy_bytes) =
+        comptime![(lhs_stage_bytes(rows) as u32, (rows * CHUNK_K * 4) as u32)];
     let col0 = CUBE_POS_X as usize * UNITS;
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
@@ -94,47 +88,24 @@ pub(crate) fn few_rows_tma_partials(
     sync_cube();
 
     if UNIT_POS as usize == UNITS {
-        let w_ring = shared_address::<f32>(&smem_w);
-        let l_ring = shared_address::<Vector<f32, Const<4>>>(&smem_l);
-        // A broadcast operand's map has one batch: coordinate 0.
-        let mut lhs_batch = 0i32;
-        let mut rhs_batch = 0i32;
-        if comptime![lhs_batched] {
-            lhs_batch = batch as i32;
-        }
-        if comptime![rhs_batched] {
-            rhs_batch = batch as i32;
-        }
-        let mut stage = 0u32;
-        let mut phase = 0u32;
-        for c in 0..chunks {
-            let k0 = (k_first + c * CHUNK_K) as i32;
-            wait_barrier(empty + stage * BARRIER_BYTES, phase ^ 1);
-            let barrier = full + stage * BARRIER_BYTES;
-            let w_at = w_ring + stage * weight_bytes;
-            #[unroll]
-            for p in 0..BOXES {
-                let col = (col0 + comptime![BOX_COLUMNS * p]) as i32;
-                load_3d::<f32>(
-                    rhs,
-                    w_at + comptime![(p * BOX_BYTES) as u32],
-                    barrier,
-                    rhs_batch,
-                    k0,
-                    col,
-                );
-            }
-            load_3d::<f32>(
-                lhs,
-                l_ring + stage * lhs_bytes,
-                barrier,
-                lhs_batch,
-                0i32,
-                k0,
-            );
-            arrive_expecting(barrier, weight_bytes + lhs_copy_bytes);
-            (stage, phase) = next_stage(stage, phase, stages);
-        }
+        fill_weight_ring(
+            lhs,
+            rhs,
+            shared_address::<f32>(&smem_w),
+            shared_address::<Vector<f32, Const<4>>>(&smem_l),
+            full,
+            empty,
+            col0,
+            k_first,
+            chunks,
+            batch,
+            BOXES,
+            stages,
+            lhs_bytes,
+            lhs_copy_bytes,
+            lhs_batched,
+            rhs_batched,
+        );
     } else if (UNIT_POS as usize) < UNITS {
         let unit = UNIT_POS as usize;
         // This unit's column: box `unit / 32`, 16-byte group `column / 4` of its lines (at

@@ -33,7 +33,7 @@ pub(crate) const WARPGROUPS: usize = 1;
 pub(crate) const BOX_COLUMNS: usize = 32;
 
 /// Bytes of one weight box: [`CHUNK_K`] lines of `k`, [`BOX_COLUMNS`] f32 columns each.
-const BOX_BYTES: usize = CHUNK_K * BOX_COLUMNS * 4;
+pub(crate) const BOX_BYTES: usize = CHUNK_K * BOX_COLUMNS * 4;
 
 /// Shared memory a cube's ring may take: two cubes fit a multiprocessor.
 const RING_BYTES: usize = 100 * 1024;
@@ -79,10 +79,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
 ) {
     let (m, n, k) = (m as usize, n as usize, k as usize);
     let consumer_units = comptime![128 * warpgroups];
-    let (a_stage_bytes, b_stage_bytes) = comptime![(
-        (2 * warpgroups * BOX_BYTES) as u32,
-        (rows * CHUNK_K * 4) as u32
-    )];
+    let b_stage_bytes = comptime![(rows * CHUNK_K * 4) as u32];
     let col0 = CUBE_POS_X as usize * comptime![COLUMNS * warpgroups];
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
@@ -109,47 +106,24 @@ pub(crate) fn swapped_tma_partials<R: Size>(
     sync_cube();
 
     if UNIT_POS as usize == consumer_units {
-        let a_ring = shared_address::<Vector<f32, Const<2>>>(&smem_a);
-        let b_ring = shared_address::<f32>(&smem_b);
-        // A broadcast operand's map has one batch: coordinate 0.
-        let mut lhs_batch = 0i32;
-        let mut rhs_batch = 0i32;
-        if comptime![lhs_batched] {
-            lhs_batch = batch as i32;
-        }
-        if comptime![rhs_batched] {
-            rhs_batch = batch as i32;
-        }
-        let mut stage = 0u32;
-        let mut phase = 0u32;
-        for c in 0..chunks {
-            let k0 = (k_first + c * CHUNK_K) as i32;
-            wait_barrier(empty + stage * BARRIER_BYTES, phase ^ 1);
-            let barrier = full + stage * BARRIER_BYTES;
-            let a_at = a_ring + stage * a_stage_bytes;
-            #[unroll]
-            for p in 0..comptime![2 * warpgroups] {
-                let col = (col0 + comptime![BOX_COLUMNS * p]) as i32;
-                load_3d::<f32>(
-                    rhs,
-                    a_at + comptime![(p * BOX_BYTES) as u32],
-                    barrier,
-                    rhs_batch,
-                    k0,
-                    col,
-                );
-            }
-            load_3d::<f32>(
-                lhs,
-                b_ring + stage * b_stage_bytes,
-                barrier,
-                lhs_batch,
-                0i32,
-                k0,
-            );
-            arrive_expecting(barrier, comptime![a_stage_bytes + b_stage_bytes]);
-            (stage, phase) = next_stage(stage, phase, stages);
-        }
+        fill_weight_ring(
+            lhs,
+            rhs,
+            shared_address::<Vector<f32, Const<2>>>(&smem_a),
+            shared_address::<f32>(&smem_b),
+            full,
+            empty,
+            col0,
+            k_first,
+            chunks,
+            batch,
+            comptime![2 * warpgroups],
+            stages,
+            b_stage_bytes,
+            b_stage_bytes,
+            lhs_batched,
+            rhs_batched,
+        );
     } else if (UNIT_POS as usize) < consumer_units {
         let unit = UNIT_POS as usize;
         let warpgroup = unit / 128;
@@ -199,6 +173,75 @@ pub(crate) fn swapped_tma_partials<R: Size>(
         }
 
         store_partials::<R>(partials, acc, slice, batch, col, q, m, n, rows);
+    }
+}
+
+/// The producer unit of a ring whose stages hold `boxes` boxes of the weight (`[32 k][32
+/// columns]` from column `col0`, [`BOX_BYTES`] apart from `weight_ring`) beside `lhs`'s rows at
+/// the stage's 32 `k` (a `[rows][32 k]` box, `rows_stage_bytes` apart from `rows_ring`, of
+/// which the copy fills `rows_copy_bytes`): for each of `chunks` stages from `k_first`, it
+/// waits for the consumers to hand the stage back (`empty`), has the TMA engine copy the boxes
+/// and the rows, and arrives on the stage's `full` barrier expecting their bytes. Shared by
+/// the transposed product and [`few_rows_tma`](super::few_rows_tma).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fill_weight_ring(
+    lhs: &TensorMap<f32, Tiled>,
+    rhs: &TensorMap<f32, Tiled>,
+    weight_ring: u32,
+    rows_ring: u32,
+    full: u32,
+    empty: u32,
+    col0: usize,
+    k_first: usize,
+    chunks: usize,
+    batch: usize,
+    #[comptime] boxes: usize,
+    #[comptime] stages: usize,
+    #[comptime] rows_stage_bytes: u32,
+    #[comptime] rows_copy_bytes: u32,
+    #[comptime] lhs_batched: bool,
+    #[comptime] rhs_batched: bool,
+) {
+    let weight_stage_bytes = comptime![(boxes * BOX_BYTES) as u32];
+    // A broadcast operand's map has one batch: coordinate 0.
+    let mut lhs_batch = 0i32;
+    let mut rhs_batch = 0i32;
+    if comptime![lhs_batched] {
+        lhs_batch = batch as i32;
+    }
+    if comptime![rhs_batched] {
+        rhs_batch = batch as i32;
+    }
+    let mut stage = 0u32;
+    let mut phase = 0u32;
+    for c in 0..chunks {
+        let k0 = (k_first + c * CHUNK_K) as i32;
+        wait_barrier(empty + stage * BARRIER_BYTES, phase ^ 1);
+        let barrier = full + stage * BARRIER_BYTES;
+        let weight_at = weight_ring + stage * weight_stage_bytes;
+        #[unroll]
+        for p in 0..boxes {
+            let col = (col0 + comptime![BOX_COLUMNS * p]) as i32;
+            load_3d::<f32>(
+                rhs,
+                weight_at + comptime![(p * BOX_BYTES) as u32],
+                barrier,
+                rhs_batch,
+                k0,
+                col,
+            );
+        }
+        load_3d::<f32>(
+            lhs,
+            rows_ring + stage * rows_stage_bytes,
+            barrier,
+            lhs_batch,
+            0i32,
+            k0,
+        );
+        arrive_expecting(barrier, comptime![weight_stage_bytes + rows_copy_bytes]);
+        (stage, phase) = next_stage(stage, phase, stages);
     }
 }
 
