@@ -4,7 +4,9 @@
 //! loads a unit, 32 KiB a multiprocessor), which held it at 77% of DRAM bandwidth on an H100 at
 //! `1 x 1 x 4096 x 4096`; here a producer unit keeps a ring of whole stages in flight (up to
 //! 96 KiB a cube, two cubes a multiprocessor), and the consumers' FMAs read them from shared
-//! memory.
+//! memory. Measured on an H100 (`4096 x 4096` weight): 14% faster at 8 rows (0.0338 against
+//! 0.0392 ms), alike at one row (76% of DRAM bandwidth: the bytes in flight were not what held
+//! the one-row kernel there).
 //!
 //! A stage holds the weight's `[32 k][256 columns]` as eight boxes of `[32 k][32 columns]` (the
 //! TMA engine's 128-byte swizzle: 16-byte group `c` of line `k` at group `c ^ (k % 8)`), and
