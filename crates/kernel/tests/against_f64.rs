@@ -257,6 +257,14 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[3, 4, 6000], &[3, 6000, 2052], &[3, 4, 2052], true),
         (&[2, 3, 1001], &[1, 1001, 1028], &[1028], false),
         (&[1, 1, 4096], &[1, 4096, 4096], &[4096], false),
+        // A weight shared by every batch, the batches' rows one after the other: one batch of
+        // 4, 8 and 30 rows, the bias following the rows or the same for all of them. A bias
+        // per batch that every row of it shares, or a weight per batch, keeps the batches.
+        (&[4, 1, 2048], &[1, 2048, 1000], &[1000], false),
+        (&[4, 2, 1024], &[1, 1024, 520], &[4, 2, 520], false),
+        (&[3, 10, 1024], &[1, 1024, 264], &[264], false),
+        (&[4, 2, 1024], &[1, 1024, 520], &[4, 1, 520], false),
+        (&[4, 2, 1024], &[4, 1024, 520], &[520], false),
     ];
     check_few_row_f32(problems, contract::tolerance(Precision::F32));
 }
@@ -434,6 +442,8 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
         // Few rows, batched, a bias per row, rows ending inside a word: f32 takes the few-row
         // kernels on a Hopper device, whose second kernel writes the mask.
         (&[3, 5, 296], &[3, 296, 72], &[3, 5, 72]),
+        // The same with a shared weight: one batch of 15 rows (f32: the transposed product).
+        (&[3, 5, 296], &[1, 296, 72], &[3, 5, 72]),
         // Enough rows for the bias gradient's partial sums to span several of each unit's steps.
         (&[1, 1100, 40], &[1, 40, 72], &[72]),
     ];

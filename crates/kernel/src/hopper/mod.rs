@@ -10,6 +10,7 @@
 //! | `tma` | the TMA engine's tiled loads and stores, through inline PTX |
 //! | `cluster` | split-K's hand-over of partial sums between the cubes of a cluster |
 //! | `transpose` | the K-major copy of an f32 operand that TF32 MMAs cannot read as it is |
+//! | `fold` | a shared weight's batches as one batch of rows, for the few-row and swapped paths |
 //! | `few_rows` | f32 at up to 8 rows (32 without TF32) with an N-major `rhs`: split-K with f32 FMAs, no copy; split-K's second kernel, which adds the slices and applies the epilogue |
 //! | `few_rows_tma` | `few_rows`'s partial sums fed by the TMA engine (a producer unit and a ring of stages), at up to 8 rows where both operands' strides allow it and the weight is not shared by several batches |
 //! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy; fed by `cp.async` where the TMA engine cannot read the operands |
@@ -30,6 +31,7 @@
 mod cluster;
 mod few_rows;
 mod few_rows_tma;
+mod fold;
 mod kernel;
 mod mbarrier;
 pub(crate) mod plan;
@@ -111,11 +113,18 @@ pub(crate) fn launch(
     // cost more than the product. From 9 rows, where TF32 is allowed, the product is computed
     // transposed so that the weight is the MMA's `A`, read into registers from any layout; at
     // up to 8 rows (32 where TF32 is not allowed), with f32 FMAs (exact f32), which were faster
-    // there. Neither goes through the TMA engine, so any strides do.
+    // there. Both are fed by the TMA engine where it can read the operands, else by loads of
+    // their own, so any strides do.
     let allow_tf32 = cubek_std::config::MatmulConfig::get().allow_tf32;
     let rank = ops.rhs.strides.len();
     if dtype == ElemType::Float(FloatKind::F32) && ops.rhs.strides[rank - 1] == 1 {
-        if allow_tf32 && swapped::takes(&dims) {
+        let swapped_takes = |dims: &Dims| allow_tf32 && swapped::takes(dims);
+        // A weight shared by every batch is read once for all their rows, where those rows
+        // stay on these paths.
+        let (ops, dims) = fold::batches_as_rows(&ops, &dims)
+            .filter(|(_, rows)| swapped_takes(rows) || few_rows::takes(rows))
+            .unwrap_or_else(|| (ops.clone(), dims));
+        if swapped_takes(&dims) {
             swapped::launch(client, ops, dtype, dims, epilogue, mask_arg);
             return Ok(());
         }
