@@ -265,6 +265,15 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[3, 10, 1024], &[1, 1024, 264], &[264], false),
         (&[4, 2, 1024], &[1, 1024, 520], &[4, 1, 520], false),
         (&[4, 2, 1024], &[4, 1024, 520], &[520], false),
+        // Up to 4 rows and column blocks enough to fill the device with clusters of a block's
+        // slices: one launch, the slices summed in the cluster's first cube. A ragged `k` (a
+        // short last slice and stage) and a last column block of 4 columns; a `k` of two
+        // stages, the second short; a weight and a bias per batch, one slice a block (no
+        // cluster); 4 rows, one slice.
+        (&[1, 3, 4100], &[1, 4100, 4100], &[4100], false),
+        (&[1, 2, 40], &[1, 40, 4096], &[4096], false),
+        (&[2, 3, 2048], &[2, 2048, 4096], &[2, 3, 4096], false),
+        (&[1, 4, 1000], &[1, 1000, 8000], &[8000], false),
     ];
     check_few_row_f32(problems, contract::tolerance(Precision::F32));
 }
@@ -422,12 +431,13 @@ fn each_variant_runs_exactly_where_expected() {
 /// a gradient through exactly where the bit is set, and its column sums add up to the sum of
 /// the masked gradient over the rows.
 ///
-/// Rows end inside a mask word (`n` = 72, 264, 1000) and on its edge (`n` = 64); 1100 rows give
-/// the bias gradient's last step more partial sums than it has unit rows; the batch is
-/// kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through
-/// TF32), whose epilogue writes the mask (asserted), including a few-row problem whose `k` is
-/// split across a cluster (f32: the few-row kernels, whose second kernel writes it); everywhere
-/// the other variants' output is packed by the mask kernel.
+/// Rows end inside a mask word (`n` = 72, 264, 1000, 4104) and on its edge (`n` = 64); 1100
+/// rows give the bias gradient's last step more partial sums than it has unit rows; the batch
+/// is kept and broadcast; on a Hopper device every dtype runs the Hopper kernel (f32 through
+/// TF32), whose epilogue writes the mask (asserted), including few-row problems whose `k` is
+/// split across a cluster (f32: the few-row kernels, whose second kernel, or with 4104 columns
+/// the cluster's first cube, writes it); everywhere the other variants' output is packed by
+/// the mask kernel.
 /// Every dtype the device runs.
 #[test]
 fn mask_follows_the_stored_output_and_gates_the_gradient() {
@@ -444,6 +454,8 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
         (&[3, 5, 296], &[3, 296, 72], &[3, 5, 72]),
         // The same with a shared weight: one batch of 15 rows (f32: the transposed product).
         (&[3, 5, 296], &[1, 296, 72], &[3, 5, 72]),
+        // Columns enough for the few-row kernel's clusters (f32), whose first cube writes it.
+        (&[1, 3, 1024], &[1, 1024, 4104], &[4104]),
         // Enough rows for the bias gradient's partial sums to span several of each unit's steps.
         (&[1, 1100, 40], &[1, 40, 72], &[72]),
     ];

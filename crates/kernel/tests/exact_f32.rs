@@ -32,6 +32,8 @@ fn few_row_f32_is_exact_where_tf32_is_disallowed() {
         // Four weight columns a unit (rows of 16-byte multiples, at most 4 rows, slices at least
         // 64 deep).
         (&[2, 3, 8200], &[1, 8200, 4100], &[4100], false),
+        // The one-launch kernel: clusters of two slices, summed in the first cube.
+        (&[1, 2, 4100], &[1, 4100, 4100], &[4100], false),
     ];
     let precision = Precision::F32;
     if !check_few_row_f32(problems, Tolerance::for_precision(precision)) {

@@ -42,6 +42,14 @@ pub(crate) fn cluster_arrive() {
     gpu_asm!("barrier.cluster.arrive.relaxed;");
 }
 
+/// This unit arrives on the cluster barrier, without waiting, releasing its earlier memory
+/// accesses (its reads of its own cube's shared memory, its stores into another cube's) to
+/// every unit that then passes [`cluster_wait`], which acquires them.
+#[cube]
+pub(crate) fn cluster_arrive_release() {
+    gpu_asm!("barrier.cluster.arrive.release;");
+}
+
 /// Waits until every unit of the cluster that has not exited has arrived ([`cluster_arrive`]):
 /// after it, every cube's barriers may be used from any cube.
 #[cube]
@@ -67,6 +75,22 @@ pub(crate) fn arrive_remote(barrier: u32, rank: u32) {
          mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [fmar_remote]; }}",
         barrier = in(_) barrier,
         rank = in(_) rank,
+    );
+}
+
+/// Stores `value` at shared address `at` in cube `rank` of the cluster: a plain store, which
+/// the cluster barrier makes visible there ([`cluster_arrive_release`], then [`cluster_wait`]).
+#[cube]
+pub(crate) fn store_remote_f32(at: u32, rank: u32, value: f32) {
+    let at = by_value::<u32>(at);
+    let rank = by_value::<u32>(rank);
+    let value = by_value::<f32>(value);
+    gpu_asm!(
+        "{{ .reg .b32 fmar_remote;\nmapa.shared::cluster.u32 fmar_remote, {at}, {rank};\n\
+         st.shared::cluster.f32 [fmar_remote], {value}; }}",
+        at = in(_) at,
+        rank = in(_) rank,
+        value = in(_) value,
     );
 }
 

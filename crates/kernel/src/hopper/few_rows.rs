@@ -11,10 +11,15 @@
 //! Measured on an H200 (`4096 x 4096` weight): 0.0255 ms at batch 1 against 0.067 with the copy
 //! and TF32 MMAs, 0.039 against 0.067 at 16 rows, 0.065 against 0.068 at 32; above that the
 //! FMAs outweigh the weight's bytes and the copy's TF32 MMAs win, so at most 32 rows.
+//!
+//! Where the TMA engine can read both operands, [`few_rows_tma`](super::few_rows_tma) feeds the
+//! partial sums at up to 8 rows; at up to 4 rows, where the column blocks fill the device,
+//! [`few_rows_cluster`](super::few_rows_cluster) runs the whole product in one launch.
 
 use crate::Operands;
 use crate::common::{address_type, batch_offset, relu};
 use crate::contract::Dims;
+use crate::hopper::few_rows_cluster::{self, few_rows_cluster_product};
 use crate::hopper::few_rows_tma::{self, few_rows_tma_partials};
 use crate::hopper::plan::MapLayout;
 use crate::hopper::swapped::{self, CHUNK_K, copies_in_vectors};
@@ -366,7 +371,7 @@ fn sum_slices<N: Size>(
 /// The bias at columns `col..col + N` of row `row` of batch `batch`, in f32, through its
 /// broadcast view (`rank`: the output's, which the bias's view has).
 #[cube]
-fn bias_vector<F: Float, N: Size>(
+pub(crate) fn bias_vector<F: Float, N: Size>(
     bias: &Tensor<F>,
     rank: usize,
     batch: usize,
@@ -388,7 +393,7 @@ fn bias_vector<F: Float, N: Size>(
 /// place in the row's 32-column word (set where the stored value is not `<= 0`, as the
 /// backward reads it).
 #[cube]
-fn finish_vector<F: Float, N: Size>(
+pub(crate) fn finish_vector<F: Float, N: Size>(
     total: Vector<f32, N>,
     biases: Vector<f32, N>,
     col: usize,
@@ -414,7 +419,12 @@ fn finish_vector<F: Float, N: Size>(
 /// first of them stores the word. Every lane of the plane takes part, past `n` too (with zero
 /// bits), so the caller runs it in whole planes.
 #[cube]
-fn write_mask_words<N: Size>(mask: &mut Tensor<u32>, bits: u32, col: usize, out_row: usize) {
+pub(crate) fn write_mask_words<N: Size>(
+    mask: &mut Tensor<u32>,
+    bits: u32,
+    col: usize,
+    out_row: usize,
+) {
     let size = N::value();
     let lane = UNIT_POS % 32;
     let mut word_bits = bits;
@@ -527,10 +537,30 @@ fn launch_tma(
     rows: usize,
     (lhs_layout, rhs_layout): (MapLayout, MapLayout),
 ) {
+    let processors = processors(client);
+    if rows <= few_rows_cluster::MAX_ROWS
+        && let Some(split) = few_rows_cluster::cluster_split(
+            &dims,
+            processors * few_rows_cluster::CUBES_PER_PROCESSOR,
+        )
+    {
+        launch_cluster(
+            client,
+            ops,
+            dtype,
+            dims,
+            epilogue,
+            mask,
+            rows,
+            (lhs_layout, rhs_layout),
+            split,
+        );
+        return;
+    }
     let slice_k = swapped::stage_slice_k(
         &dims,
         few_rows_tma::UNITS,
-        processors(client) * few_rows_tma::CUBES_PER_PROCESSOR,
+        processors * few_rows_tma::CUBES_PER_PROCESSOR,
     );
     let slices = dims.k.div_ceil(slice_k);
     split_k(
@@ -573,6 +603,57 @@ fn launch_tma(
             }
         },
     );
+}
+
+/// The few-row product in one launch ([`few_rows_cluster_product`]): `split` is the slices of `k`
+/// (the cubes of a cluster) and their depth, as [`few_rows_cluster::cluster_split`] chose them.
+#[allow(clippy::too_many_arguments)]
+fn launch_cluster(
+    client: &Client,
+    ops: Operands,
+    dtype: ElemType,
+    dims: Dims,
+    epilogue: Epilogue,
+    mask: TensorBinding,
+    rows: usize,
+    (lhs_layout, rhs_layout): (MapLayout, MapLayout),
+    (slices, slice_k): (usize, usize),
+) {
+    let address_type = address_type(&ops, dtype, 0);
+    let lhs_map = tensor_map(&ops.lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
+    let rhs_map = tensor_map(&ops.rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
+    // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes, filling
+    // past the edges with zeros; the kernel reads the bias inside its shape and writes the
+    // dense output and, under the mask epilogue, each of the mask's words once (the caller
+    // checked its layout); a cube stores only into the slots of its cluster's first cube.
+    unsafe {
+        few_rows_cluster_product::launch_unchecked(
+            client,
+            CubeCount::Static(
+                dims.n.div_ceil(few_rows_cluster::UNITS) as u32,
+                slices as u32,
+                dims.batch as u32,
+            ),
+            CubeDim::new_1d(few_rows_cluster::UNITS as u32 + 32),
+            address_type,
+            lhs_map,
+            rhs_map,
+            ops.bias.into_tensor_arg(),
+            ops.out.into_tensor_arg(),
+            mask.into_tensor_arg(),
+            dims.m as u32,
+            dims.n as u32,
+            dims.k as u32,
+            slice_k as u32,
+            rows,
+            slices,
+            few_rows_cluster::BOXES,
+            few_rows_cluster::STAGES,
+            epilogue,
+            lhs_layout.batched,
+            rhs_layout.batched,
+        );
+    }
 }
 
 /// Whether `binding` (the weight, or the output, of `dims.n` columns) can be read [`VECTOR`]

@@ -110,45 +110,10 @@ pub(crate) fn few_rows_tma_partials(
         );
     } else if (UNIT_POS as usize) < UNITS {
         let unit = UNIT_POS as usize;
-        // This unit's column: box `unit / 32`, 16-byte group `column / 4` of its lines (at
-        // `group ^ (k % 8)`), word `column % 4` of the group.
-        let column = unit % BOX_COLUMNS;
-        let group = column / 4;
-        let box_at = (unit / BOX_COLUMNS) * comptime![BOX_BYTES / 4] + column % 4;
         let mut acc = Array::<f32>::new(rows);
-        #[unroll]
-        for r in 0..rows {
-            acc[r] = 0.0;
-        }
-        let mut w = Array::<f32>::new(4usize);
-        let mut stage = 0u32;
-        let mut phase = 0u32;
-        for _ in 0..chunks {
-            let offset = stage * BARRIER_BYTES;
-            wait_barrier(full + offset, phase);
-            let w_at = stage as usize * comptime![WEIGHT_STAGE_BYTES / 4] + box_at;
-            let l_at = stage as usize * comptime![lhs_stage_bytes(rows) / 16];
-            #[unroll]
-            for g in 0..comptime![CHUNK_K / 4] {
-                #[unroll]
-                for e in 0..4usize {
-                    let kk = comptime![4 * g + e];
-                    w[e] = smem_w
-                        [w_at + comptime![kk * BOX_COLUMNS] + (group ^ comptime![kk % 8]) * 4];
-                }
-                #[unroll]
-                for r in 0..rows {
-                    // Four `k` of row `r`: group `g` of its line, at `g ^ (r % 8)`.
-                    let x = smem_l[l_at + comptime![r * 8 + (g ^ (r % 8))]];
-                    #[unroll]
-                    for e in 0..4usize {
-                        acc[r] += x.extract(e) * w[e];
-                    }
-                }
-            }
-            arrive(empty + offset);
-            (stage, phase) = next_stage(stage, phase, stages);
-        }
+        add_ring_stages(
+            &mut acc, &smem_w, &smem_l, full, empty, unit, chunks, rows, BOXES, stages,
+        );
 
         let col = col0 + unit;
         if col < n {
@@ -160,6 +125,65 @@ pub(crate) fn few_rows_tma_partials(
                 }
             }
         }
+    }
+}
+
+/// Consumer unit `unit`'s sums, into `acc` (one per row, zeroed here), over `chunks` stages of
+/// a ring whose stages hold `boxes` boxes of the weight (`weight_ring`, [`BOX_BYTES`] each, the
+/// unit's column `unit` of their `32 boxes` columns) beside `lhs`'s rows (`rows_ring`, in
+/// stages of [`lhs_stage_bytes`]): for each stage it waits for the producer's copies (`full`),
+/// adds the stage's 32 `k`, and hands the stage back (`empty`).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn add_ring_stages(
+    acc: &mut Array<f32>,
+    weight_ring: &[f32],
+    rows_ring: &[Vector<f32, Const<4>>],
+    full: u32,
+    empty: u32,
+    unit: usize,
+    chunks: usize,
+    #[comptime] rows: usize,
+    #[comptime] boxes: usize,
+    #[comptime] stages: usize,
+) {
+    // This unit's column: box `unit / 32`, 16-byte group `column / 4` of its lines (at
+    // `group ^ (k % 8)`), word `column % 4` of the group.
+    let column = unit % BOX_COLUMNS;
+    let group = column / 4;
+    let box_at = (unit / BOX_COLUMNS) * comptime![BOX_BYTES / 4] + column % 4;
+    #[unroll]
+    for r in 0..rows {
+        acc[r] = 0.0;
+    }
+    let mut w = Array::<f32>::new(4usize);
+    let mut stage = 0u32;
+    let mut phase = 0u32;
+    for _ in 0..chunks {
+        let offset = stage * BARRIER_BYTES;
+        wait_barrier(full + offset, phase);
+        let w_at = stage as usize * comptime![boxes * BOX_BYTES / 4] + box_at;
+        let l_at = stage as usize * comptime![lhs_stage_bytes(rows) / 16];
+        #[unroll]
+        for g in 0..comptime![CHUNK_K / 4] {
+            #[unroll]
+            for e in 0..4usize {
+                let kk = comptime![4 * g + e];
+                w[e] = weight_ring
+                    [w_at + comptime![kk * BOX_COLUMNS] + (group ^ comptime![kk % 8]) * 4];
+            }
+            #[unroll]
+            for r in 0..rows {
+                // Four `k` of row `r`: group `g` of its line, at `g ^ (r % 8)`.
+                let x = rows_ring[l_at + comptime![r * 8 + (g ^ (r % 8))]];
+                #[unroll]
+                for e in 0..4usize {
+                    acc[r] += x.extract(e) * w[e];
+                }
+            }
+        }
+        arrive(empty + offset);
+        (stage, phase) = next_stage(stage, phase, stages);
     }
 }
 

@@ -7,6 +7,7 @@ use super::few_rows::{
     ROWS, few_rows_finish::FewRowsFinish, few_rows_finish_groups::FewRowsFinishGroups,
     few_rows_partials::FewRowsPartials,
 };
+use super::few_rows_cluster::few_rows_cluster_product::FewRowsClusterProduct;
 use super::few_rows_tma::few_rows_tma_partials::FewRowsTmaPartials;
 use super::kernel::fused_matmul_add_relu_hopper::FusedMatmulAddReluHopper;
 use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHopperSplitK;
@@ -497,6 +498,71 @@ fn few_row_tma_kernels_compile_to_cuda_with_tensor_copies() {
             "mbarrier.arrive.expect_tx.shared::cta.b64",
             "float_4",
         ] {
+            assert!(source.contains(needle), "{name}: no `{needle}`");
+        }
+    }
+}
+
+/// The few-row product in one launch, at each cluster size and epilogue: the
+/// cluster's dims, its barrier, the remote stores of the other cubes' sums, and the mask's
+/// shuffles where it writes the mask.
+#[test]
+fn few_row_cluster_kernels_compile_to_cuda_with_remote_stores() {
+    let epilogues = [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask];
+    let rows = super::few_rows_cluster::MAX_ROWS;
+    for (slices, epilogue) in
+        (1..=super::few_rows_cluster::MAX_SLICES).flat_map(|s| epilogues.map(|e| (s, e)))
+    {
+        let settings = KernelSettings::new(
+            *CubeDim::new_1d(super::few_rows_cluster::UNITS as u32 + 32),
+            ExecutionMode::Unchecked,
+            AddressType::U32,
+        );
+        let definition = FewRowsClusterProduct::new(
+            settings,
+            hopper_properties(),
+            Arc::new(Default::default()),
+            (),
+            (),
+            tensor_arg(),
+            tensor_arg(),
+            tensor_arg(),
+            (),
+            (),
+            (),
+            (),
+            rows,
+            slices,
+            super::few_rows_cluster::BOXES,
+            super::few_rows_cluster::STAGES,
+            epilogue,
+            true,
+            false,
+        )
+        .define();
+        let name = format!("few_rows_cluster_{rows}_{slices}_{epilogue:?}");
+        let source = compile(definition, &name);
+        dump(&format!("{name}.cu"), &source);
+        let mut needles = vec![
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "float_4",
+        ];
+        if slices > 1 {
+            needles.extend([
+                "__cluster_dims__",
+                "barrier.cluster.arrive.release",
+                "st.shared::cluster.f32",
+            ]);
+        } else {
+            assert!(
+                !source.contains("barrier.cluster"),
+                "{name}: a cluster barrier"
+            );
+        }
+        if epilogue == Epilogue::BiasReluMask {
+            needles.push("__shfl_xor_sync");
+        }
+        for needle in needles {
             assert!(source.contains(needle), "{name}: no `{needle}`");
         }
     }

@@ -1,0 +1,279 @@
+//! [`few_rows_tma`](super::few_rows_tma)'s product in one launch, at up to 4 rows: the slices
+//! of a column block's `k` run in one thread-block cluster, and each cube but the first stores
+//! its sums into the first one's shared memory (distributed shared memory), which adds them in
+//! slice order and applies the bias, the ReLU and the mask. No partial sums in global memory,
+//! no second kernel, whose launch was 3.4 of 31.6 us at one row of a `4096 x 4096` weight on an
+//! H100.
+//!
+//! Clusters of two: two cubes a multiprocessor can always hold one whole, where wider clusters
+//! span multiprocessors and fewer of them fit at once than their cubes (see [`MAX_SLICES`]).
+//! So that 2 slices fill the device, a cube takes 32 weight columns, one warp of FMAs, and a
+//! ring of twenty 4 KiB weight boxes: the bytes a multiprocessor has in flight are those of
+//! `few_rows_tma`. Where the column blocks are too few (or too many) for one round,
+//! `few_rows_tma` runs instead, split finer, with its second kernel. Measured (kernel alone,
+//! one launch against two): on an H200 0.0239 ms against 0.0249 at `1 x 1 x 4096 x 4096`,
+//! 0.0245 against 0.0255 at 4 rows; on an H100 alike (0.0311 against 0.0310 at one row). The
+//! host's cost of a call halves, one launch and no workspace instead of two launches and the
+//! partial sums' buffer: 9.6-12 us against 18-24 at these shapes.
+//!
+//! The hand-over: once every unit of the cluster has passed its main loop (the cluster barrier,
+//! which releases the first cube's reads of its ring), the other cube's units store their sums
+//! into a slot of the first cube's ring with plain remote stores, then the cluster barrier
+//! again, which makes them visible there before the first cube reads them.
+
+use crate::hopper::Epilogue;
+use crate::hopper::cluster::{cluster_arrive_release, cluster_wait, store_remote_f32};
+use crate::hopper::few_rows::{bias_vector, finish_vector, slice_bounds, write_mask_words};
+use crate::hopper::few_rows_tma::{add_ring_stages, lhs_stage_bytes};
+use crate::hopper::mbarrier::{BARRIER_BYTES, fence_proxy_async, init_ring};
+use crate::hopper::swapped::CHUNK_K;
+use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
+use crate::hopper::wgmma::shared_address;
+use cubecl::prelude::*;
+
+/// Weight boxes a stage: a cube's columns, [`BOX_COLUMNS`] each. One: at `4096` columns that
+/// is 128 column blocks, so that clusters of two fill the device.
+pub(crate) const BOXES: usize = 1;
+/// Consumer units a cube, one output column each.
+pub(crate) const UNITS: usize = BOXES * BOX_COLUMNS;
+/// Stages of the ring: twenty of 5 KiB (4 of the weight, a 1 KiB swizzle atom of `lhs`), so
+/// that two cubes share a multiprocessor.
+pub(crate) const STAGES: usize = 20;
+/// Cubes a multiprocessor holds (by shared memory), which the grid is sized to: one round.
+pub(crate) const CUBES_PER_PROCESSOR: usize = 2;
+/// The most cubes of a cluster, the most slices of `k`: two, which every multiprocessor can
+/// hold together. Wider clusters span multiprocessors, and fewer of them are resident at once
+/// than the cubes would allow (ncu's "max active clusters" on an H100, two cubes a
+/// multiprocessor: 30 clusters of 8, 62 of 4, 132 of 2), so a grid sized to the cubes ran a
+/// second, short round.
+pub(crate) const MAX_SLICES: usize = 2;
+/// The most rows: at 8 rows one warp a cube of FMAs was 12% slower than the two launches
+/// (0.0310 against 0.0277 ms at `1 x 8 x 4096 x 4096` on an H200).
+pub(crate) const MAX_ROWS: usize = 4;
+
+/// `out = relu(lhs @ rhs + bias)` (or as `epilogue` says) for the `32 boxes` weight columns of
+/// every row (cluster `(x, z)`: column block, batch), fed by a ring of `stages` stages of
+/// `boxes` weight boxes, `k` split over the `slices` cubes of the cluster
+/// (cube `y` takes slice `y`, `slice_k` deep, a multiple of 32). `rhs` is the weight's map
+/// (`[batch, k, n]`, box `[1, 32, 32]`), `lhs` the rows' (`[batch, m, k]`, box `[1, rows, 32]`);
+/// past the edges the TMA engine reads zeros. The output is dense, `[batch * m, n]`; under
+/// [`Epilogue::BiasReluMask`] `mask` gets the ReLU mask's words of each row.
+#[cube(
+    launch_unchecked,
+    address_type = "dynamic",
+    cluster_dim = CubeDim::new_3d(1, slices as u32, 1)
+)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn few_rows_cluster_product(
+    lhs: &TensorMap<f32, Tiled>,
+    rhs: &TensorMap<f32, Tiled>,
+    bias: &Tensor<f32>,
+    output: &mut Tensor<f32>,
+    mask: &mut Tensor<u32>,
+    m: u32,
+    n: u32,
+    k: u32,
+    slice_k: u32,
+    #[comptime] rows: usize,
+    #[comptime] slices: usize,
+    #[comptime] boxes: usize,
+    #[comptime] stages: usize,
+    #[comptime] epilogue: Epilogue,
+    #[comptime] lhs_batched: bool,
+    #[comptime] rhs_batched: bool,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let units = comptime![boxes * BOX_COLUMNS];
+    let (lhs_bytes, lhs_copy_bytes) =
+        comptime![(lhs_stage_bytes(rows) as u32, (rows * CHUNK_K * 4) as u32)];
+    let col0 = CUBE_POS_X as usize * units;
+    // The cube's rank in its cluster: the grid's y is the cluster's.
+    let slice = CUBE_POS_Y as usize;
+    let batch = CUBE_POS_Z as usize;
+    let (k_first, k_end) = slice_bounds(slice, slice_k as usize, k);
+    let chunks = (k_end - k_first).div_ceil(CHUNK_K);
+
+    let smem_w =
+        Shared::<[f32]>::new_aligned_slice(comptime![stages * boxes * BOX_BYTES / 4], 1024usize);
+    let smem_l = Shared::<[Vector<f32, Const<4>>]>::new_aligned_slice(
+        comptime![stages * lhs_stage_bytes(rows) / 16],
+        1024usize,
+    );
+    // `full` of each stage (the producer's arrival and the bytes of its copies), then `empty`
+    // of each stage (every consumer unit's arrival).
+    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
+    let full = shared_address::<u64>(&barrier_words);
+    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
+    if UNIT_POS == 0 {
+        init_ring(full, empty, stages, comptime![units as u32]);
+        // The barriers' initialisation must be visible to the TMA engine.
+        fence_proxy_async();
+    }
+    sync_cube();
+
+    let unit = UNIT_POS as usize;
+    let mut acc = Array::<f32>::new(rows);
+    #[unroll]
+    for r in 0..rows {
+        acc[r] = 0.0;
+    }
+    if unit == units {
+        fill_weight_ring(
+            lhs,
+            rhs,
+            shared_address::<f32>(&smem_w),
+            shared_address::<Vector<f32, Const<4>>>(&smem_l),
+            full,
+            empty,
+            col0,
+            k_first,
+            chunks,
+            batch,
+            boxes,
+            stages,
+            lhs_bytes,
+            lhs_copy_bytes,
+            lhs_batched,
+            rhs_batched,
+        );
+    } else if unit < units {
+        add_ring_stages(
+            &mut acc, &smem_w, &smem_l, full, empty, unit, chunks, rows, boxes, stages,
+        );
+    }
+
+    // Slot `s - 1` of the first cube's weight ring holds slice `s`'s sums, row `r` of unit `u`
+    // at word `r * units + u`: a plane's stores and loads are 128 contiguous bytes.
+    let slot_words = comptime![rows * units];
+    let ring = shared_address::<f32>(&smem_w);
+    if comptime![slices > 1] {
+        // Every cube's ring is done with: the first one's may take the others' sums.
+        cluster_arrive_release();
+        cluster_wait();
+        if slice > 0 && unit < units {
+            let at = ring + ((slice - 1) * slot_words + unit) as u32 * 4;
+            #[unroll]
+            for r in 0..rows {
+                store_remote_f32(at + comptime![(r * units * 4) as u32], 0u32, acc[r]);
+            }
+        }
+        // The sums have landed in the first cube; the others may exit.
+        cluster_arrive_release();
+        cluster_wait();
+    }
+
+    // The first cube finishes: whole planes, so the mask's shuffles below have every lane.
+    if slice == 0 && unit < units {
+        let col = col0 + unit;
+        #[unroll]
+        for r in 0..rows {
+            if r < m {
+                let mut total = acc[r];
+                #[unroll]
+                for s in 1..slices {
+                    total += smem_w[comptime![(s - 1) * rows * units + r * units] + unit];
+                }
+                let mut bits = 0u32;
+                if col < n {
+                    let mut biases = Vector::<f32, Const<1>>::new(0.0);
+                    if comptime![epilogue.bias_relu()] {
+                        biases = bias_vector::<f32, Const<1>>(bias, output.rank(), batch, r, col);
+                    }
+                    let (value, word_bits) = finish_vector::<f32, Const<1>>(
+                        Vector::<f32, Const<1>>::new(total),
+                        biases,
+                        col,
+                        epilogue,
+                    );
+                    output[(batch * m + r) * n + col] = value.extract(0usize);
+                    bits = word_bits;
+                }
+                if comptime![epilogue.writes_mask()] {
+                    write_mask_words::<Const<1>>(mask, bits, col, batch * m + r);
+                }
+            }
+        }
+    }
+}
+
+/// How the launch splits `k` for the cluster kernel: the slices (the cluster's cubes, at most
+/// [`MAX_SLICES`]) and their depth, a multiple of 32, so that the column blocks of every batch
+/// times the slices fill one round of `resident` cubes as nearly as they can; `None` where that
+/// leaves more than a tenth of the round idle, or needs more than one round.
+pub(crate) fn cluster_split(
+    dims: &crate::contract::Dims,
+    resident: usize,
+) -> Option<(usize, usize)> {
+    let blocks = dims.n.div_ceil(UNITS) * dims.batch;
+    let chunks = dims.k.div_ceil(CHUNK_K);
+    let wanted = (resident / blocks).clamp(1, MAX_SLICES.min(chunks));
+    let cubes = blocks * wanted;
+    if cubes > resident || cubes * 10 < resident * 9 {
+        return None;
+    }
+    let per_slice = chunks.div_ceil(wanted);
+    Some((chunks.div_ceil(per_slice), per_slice * CHUNK_K))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Dims;
+
+    /// Bytes of a stage's weight.
+    const WEIGHT_STAGE_BYTES: usize = BOXES * BOX_BYTES;
+
+    /// Bytes of the first cube's ring that hold the other cubes' sums at `rows` rows and
+    /// `slices` slices: a slot of `rows x UNITS` f32 per other cube.
+    const fn slots_bytes(rows: usize, slices: usize) -> usize {
+        (slices - 1) * rows * UNITS * 4
+    }
+
+    #[test]
+    fn two_cubes_share_a_multiprocessor_and_the_slots_fit_the_ring() {
+        for rows in [4, 8] {
+            let ring = STAGES * (WEIGHT_STAGE_BYTES + lhs_stage_bytes(rows));
+            assert!(
+                CUBES_PER_PROCESSOR * (ring + 1024) <= 227 * 1024,
+                "{rows} rows: {ring} bytes"
+            );
+            assert!(slots_bytes(rows, MAX_SLICES) <= STAGES * WEIGHT_STAGE_BYTES);
+        }
+    }
+
+    /// One round of two cubes a multiprocessor on 132 of them: 128 column blocks and 2 slices
+    /// of 2048 at `4096 x 4096`, 256 blocks of one slice at `8192 x 8192` or with a weight per
+    /// batch; a `k` of two stages, two slices; too few or too many blocks take none.
+    #[test]
+    fn slices_fill_one_round_of_two_cubes_a_multiprocessor() {
+        let dims = |batch, m, k, n| Dims { m, n, k, batch };
+        let resident = 132 * CUBES_PER_PROCESSOR;
+        assert_eq!(
+            cluster_split(&dims(1, 1, 4096, 4096), resident),
+            Some((2, 2048))
+        );
+        assert_eq!(
+            cluster_split(&dims(1, 3, 4100, 4100), resident),
+            Some((2, 2080))
+        );
+        assert_eq!(
+            cluster_split(&dims(1, 1, 8192, 8192), resident),
+            Some((1, 8192))
+        );
+        assert_eq!(
+            cluster_split(&dims(2, 3, 2048, 4096), resident),
+            Some((1, 2048))
+        );
+        assert_eq!(
+            cluster_split(&dims(1, 2, 40, 4096), resident),
+            Some((2, 32))
+        );
+        assert_eq!(
+            cluster_split(&dims(1, 4, 1000, 8000), resident),
+            Some((1, 1024))
+        );
+        assert_eq!(cluster_split(&dims(1, 1, 4096, 2048), resident), None);
+        assert_eq!(cluster_split(&dims(1, 1, 4096, 6144), resident), None);
+        assert_eq!(cluster_split(&dims(1, 1, 4096, 11008), resident), None);
+    }
+}
