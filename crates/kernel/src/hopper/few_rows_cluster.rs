@@ -8,8 +8,8 @@
 //! Clusters of two: two cubes a multiprocessor can always hold one whole, where wider clusters
 //! span multiprocessors and fewer of them fit at once than their cubes (see [`MAX_SLICES`]).
 //! So that 2 slices fill the device, a cube takes 32 weight columns, one warp of FMAs, and a
-//! ring of twenty 4 KiB weight boxes: the bytes a multiprocessor has in flight are those of
-//! `few_rows_tma`. Where the column blocks are too few (or too many) for one round,
+//! ring of twenty 4 KiB weight boxes: 160 KiB of the weight in flight a multiprocessor, against
+//! `few_rows_tma`'s 192. Where the column blocks are too few (or too many) for one round,
 //! `few_rows_tma` runs instead, split finer, with its second kernel. Measured (kernel alone,
 //! one launch against two): on an H200 0.0239 ms against 0.0249 at `1 x 1 x 4096 x 4096`,
 //! 0.0245 against 0.0255 at 4 rows; on an H100 alike (0.0311 against 0.0310 at one row). The
@@ -43,9 +43,9 @@ pub(crate) const STAGES: usize = 20;
 pub(crate) const CUBES_PER_PROCESSOR: usize = 2;
 /// The most cubes of a cluster, the most slices of `k`: two, which every multiprocessor can
 /// hold together. Wider clusters span multiprocessors, and fewer of them are resident at once
-/// than the cubes would allow (ncu's "max active clusters" on an H100, two cubes a
-/// multiprocessor: 30 clusters of 8, 62 of 4, 132 of 2), so a grid sized to the cubes ran a
-/// second, short round.
+/// than the cubes would allow (ncu's "max active clusters", two cubes a multiprocessor: 30
+/// clusters of 8 and 62 of 4 on an H100, 132 of 2 on an H200), so a grid sized to the cubes
+/// ran a second, short round.
 pub(crate) const MAX_SLICES: usize = 2;
 /// The most rows: at 8 rows one warp a cube of FMAs was 12% slower than the two launches
 /// (0.0310 against 0.0277 ms at `1 x 8 x 4096 x 4096` on an H200).
