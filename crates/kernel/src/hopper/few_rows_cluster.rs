@@ -25,7 +25,7 @@ use crate::hopper::Epilogue;
 use crate::hopper::cluster::{cluster_arrive_release, cluster_wait, store_remote_f32};
 use crate::hopper::few_rows::{bias_vector, finish_vector, slice_bounds, write_mask_words};
 use crate::hopper::few_rows_tma::{add_ring_stages, lhs_stage_bytes};
-use crate::hopper::mbarrier::{BARRIER_BYTES, fence_proxy_async, init_ring};
+use crate::hopper::mbarrier::ring_barriers;
 use crate::hopper::swapped::CHUNK_K;
 use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
 use crate::hopper::wgmma::shared_address;
@@ -101,15 +101,7 @@ pub(crate) fn few_rows_cluster_product(
     );
     // `full` of each stage (the producer's arrival and the bytes of its copies), then `empty`
     // of each stage (every consumer unit's arrival).
-    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
-    let full = shared_address::<u64>(&barrier_words);
-    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
-    if UNIT_POS == 0 {
-        init_ring(full, empty, stages, comptime![units as u32]);
-        // The barriers' initialisation must be visible to the TMA engine.
-        fence_proxy_async();
-    }
-    sync_cube();
+    let (full, empty) = ring_barriers(stages, comptime![units as u32]);
 
     let unit = UNIT_POS as usize;
     let mut acc = Array::<f32>::new(rows);

@@ -16,9 +16,7 @@
 //! 16-byte load, the same address across the cube (a broadcast).
 
 use crate::hopper::few_rows::slice_bounds;
-use crate::hopper::mbarrier::{
-    BARRIER_BYTES, arrive, fence_proxy_async, init_ring, next_stage, wait_barrier,
-};
+use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, wait_barrier};
 use crate::hopper::swapped::CHUNK_K;
 use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
 use crate::hopper::wgmma::shared_address;
@@ -79,15 +77,7 @@ pub(crate) fn few_rows_tma_partials(
     );
     // `full` of each stage (the producer's arrival and the bytes of its copies), then `empty`
     // of each stage (every consumer unit's arrival).
-    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
-    let full = shared_address::<u64>(&barrier_words);
-    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
-    if UNIT_POS == 0 {
-        init_ring(full, empty, stages, comptime![UNITS as u32]);
-        // The barriers' initialisation must be visible to the TMA engine.
-        fence_proxy_async();
-    }
-    sync_cube();
+    let (full, empty) = ring_barriers(stages, comptime![UNITS as u32]);
 
     if UNIT_POS as usize == UNITS {
         fill_weight_ring(

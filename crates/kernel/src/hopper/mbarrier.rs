@@ -6,7 +6,7 @@
 //! NVRTC's time on the kernel, paid on every first launch of a configuration. These words need
 //! no header, and another cube of a cluster can name them through `mapa` ([`super::cluster`]).
 
-use super::wgmma::by_value;
+use super::wgmma::{by_value, shared_address};
 use cubecl::prelude::*;
 
 /// Bytes of one mbarrier.
@@ -39,6 +39,24 @@ pub(crate) fn init_ring(
         init_barrier(full + comptime![s as u32 * BARRIER_BYTES], 1u32);
         init_barrier(empty + comptime![s as u32 * BARRIER_BYTES], consumers);
     }
+}
+
+/// A ring's mbarriers in the cube's shared memory: `stages` `full` ones, then `stages` `empty`
+/// ones that complete after `consumers` arrivals (as [`init_ring`] says). The first unit
+/// initialises them and makes that visible to the TMA engine; then every unit of the cube waits
+/// for it. Returns the shared addresses of the first `full` and the first `empty` barrier.
+#[cube]
+pub(crate) fn ring_barriers(#[comptime] stages: usize, #[comptime] consumers: u32) -> (u32, u32) {
+    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
+    let full = shared_address::<u64>(&barrier_words);
+    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
+    if UNIT_POS == 0 {
+        init_ring(full, empty, stages, consumers);
+        // The barriers' initialisation must be visible to the TMA engine.
+        fence_proxy_async();
+    }
+    sync_cube();
+    (full, empty)
 }
 
 /// The ring position after (`stage`, `phase`): the next stage, and the phase flipped each time

@@ -17,7 +17,7 @@
 
 use crate::hopper::few_rows::slice_bounds;
 use crate::hopper::mbarrier::{
-    BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_ring, next_stage, wait_barrier,
+    BARRIER_BYTES, arrive, arrive_expecting, next_stage, ring_barriers, wait_barrier,
 };
 use crate::hopper::swapped::{CHUNK_K, COLUMNS, mma_stage_a_in_registers, store_partials};
 use crate::hopper::tma::load_3d;
@@ -95,15 +95,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
     let smem_b = Shared::<[f32]>::new_aligned_slice(comptime![stages * rows * CHUNK_K], 1024usize);
     // `full` of each stage (the producer's arrival and the bytes of its copies), then `empty`
     // of each stage (every consumer unit's arrival).
-    let barrier_words = Shared::<[u64]>::new_aligned_slice(comptime![2 * stages], 8usize);
-    let full = shared_address::<u64>(&barrier_words);
-    let empty = full + comptime![stages as u32 * BARRIER_BYTES];
-    if UNIT_POS == 0 {
-        init_ring(full, empty, stages, comptime![consumer_units as u32]);
-        // The barriers' initialisation must be visible to the TMA engine.
-        fence_proxy_async();
-    }
-    sync_cube();
+    let (full, empty) = ring_barriers(stages, comptime![consumer_units as u32]);
 
     if UNIT_POS as usize == consumer_units {
         fill_weight_ring(
