@@ -104,11 +104,8 @@ pub(crate) fn few_rows_cluster_product(
     let (full, empty) = ring_barriers(stages, comptime![units as u32]);
 
     let unit = UNIT_POS as usize;
+    // The consumer units' sums (zeroed by `add_ring_stages`); no other unit reads them.
     let mut acc = Array::<f32>::new(rows);
-    #[unroll]
-    for r in 0..rows {
-        acc[r] = 0.0;
-    }
     if unit == units {
         fill_weight_ring(
             lhs,
