@@ -630,11 +630,11 @@ fn launch_cluster(
         few_rows_cluster_product::launch_unchecked(
             client,
             CubeCount::Static(
-                dims.n.div_ceil(few_rows_cluster::UNITS) as u32,
+                dims.n.div_ceil(few_rows_cluster::COLUMNS) as u32,
                 slices as u32,
                 dims.batch as u32,
             ),
-            CubeDim::new_1d(few_rows_cluster::UNITS as u32 + 32),
+            CubeDim::new_1d((few_rows_cluster::PARTS * few_rows_cluster::COLUMNS) as u32 + 32),
             address_type,
             lhs_map,
             rhs_map,
@@ -649,6 +649,7 @@ fn launch_cluster(
             slices,
             few_rows_cluster::BOXES,
             few_rows_cluster::STAGES,
+            few_rows_cluster::PARTS,
             epilogue,
             lhs_layout.batched,
             rhs_layout.batched,

@@ -34,8 +34,8 @@ use cubecl::prelude::*;
 /// Weight boxes a stage: a cube's columns, [`BOX_COLUMNS`] each. One: at `4096` columns that
 /// is 128 column blocks, so that clusters of two fill the device.
 pub(crate) const BOXES: usize = 1;
-/// Consumer units a cube, one output column each.
-pub(crate) const UNITS: usize = BOXES * BOX_COLUMNS;
+/// Output columns a cube.
+pub(crate) const COLUMNS: usize = BOXES * BOX_COLUMNS;
 /// Stages of the ring: twenty of 5 KiB (4 of the weight, a 1 KiB swizzle atom of `lhs`), so
 /// that two cubes share a multiprocessor.
 pub(crate) const STAGES: usize = 20;
@@ -47,9 +47,11 @@ pub(crate) const CUBES_PER_PROCESSOR: usize = 2;
 /// clusters of 8 and 62 of 4 on an H100, 132 of 2 on an H200), so a grid sized to the cubes
 /// ran a second, short round.
 pub(crate) const MAX_SLICES: usize = 2;
-/// The most rows: at 8 rows one warp a cube of FMAs was 12% slower than the two launches
-/// (0.0310 against 0.0277 ms at `1 x 8 x 4096 x 4096` on an H200).
-pub(crate) const MAX_ROWS: usize = 4;
+/// Units a column: each sums a part of every stage's `k` (8 of its 32), so that a cube has
+/// four warps of FMAs, not one.
+pub(crate) const PARTS: usize = 4;
+/// The most rows.
+pub(crate) const MAX_ROWS: usize = 8;
 
 /// `out = relu(lhs @ rhs + bias)` (or as `epilogue` says) for the `32 boxes` weight columns of
 /// every row (cluster `(x, z)`: column block, batch), fed by a ring of `stages` stages of
@@ -78,15 +80,18 @@ pub(crate) fn few_rows_cluster_product(
     #[comptime] slices: usize,
     #[comptime] boxes: usize,
     #[comptime] stages: usize,
+    #[comptime] parts: usize,
     #[comptime] epilogue: Epilogue,
     #[comptime] lhs_batched: bool,
     #[comptime] rhs_batched: bool,
 ) {
     let (m, n, k) = (m as usize, n as usize, k as usize);
-    let units = comptime![boxes * BOX_COLUMNS];
+    // A column's units: `parts` of them, each summing its part of every stage's `k`.
+    let columns = comptime![boxes * BOX_COLUMNS];
+    let units = comptime![parts * boxes * BOX_COLUMNS];
     let (lhs_bytes, lhs_copy_bytes) =
         comptime![(lhs_stage_bytes(rows) as u32, (rows * CHUNK_K * 4) as u32)];
-    let col0 = CUBE_POS_X as usize * units;
+    let col0 = CUBE_POS_X as usize * columns;
     // The cube's rank in its cluster: the grid's y is the cluster's.
     let slice = CUBE_POS_Y as usize;
     let batch = CUBE_POS_Z as usize;
@@ -127,23 +132,55 @@ pub(crate) fn few_rows_cluster_product(
         );
     } else if unit < units {
         add_ring_stages(
-            &mut acc, &smem_w, &smem_l, full, empty, unit, chunks, rows, boxes, stages,
+            &mut acc,
+            &smem_w,
+            &smem_l,
+            full,
+            empty,
+            unit % columns,
+            unit / columns,
+            chunks,
+            rows,
+            boxes,
+            stages,
+            parts,
         );
+    }
+    // The parts of a column add up in its first unit, in part order.
+    if comptime![parts > 1] {
+        let mut sums = Shared::<[f32]>::new_slice(comptime![(parts - 1) * rows * columns]);
+        if unit >= columns && unit < units {
+            let at = (unit / columns - 1) * comptime![rows * columns] + unit % columns;
+            #[unroll]
+            for r in 0..rows {
+                sums[at + comptime![r * columns]] = acc[r];
+            }
+        }
+        sync_cube();
+        if unit < columns {
+            #[unroll]
+            for p in 1..parts {
+                #[unroll]
+                for r in 0..rows {
+                    acc[r] += sums[comptime![((p - 1) * rows + r) * columns] + unit];
+                }
+            }
+        }
     }
 
     // Slot `s - 1` of the first cube's weight ring holds slice `s`'s sums, row `r` of unit `u`
-    // at word `r * units + u`: a plane's stores and loads are 128 contiguous bytes.
-    let slot_words = comptime![rows * units];
+    // at word `r * columns + u`: a plane's stores and loads are 128 contiguous bytes.
+    let slot_words = comptime![rows * columns];
     let ring = shared_address::<f32>(&smem_w);
     if comptime![slices > 1] {
         // Every cube's ring is done with: the first one's may take the others' sums.
         cluster_arrive_release();
         cluster_wait();
-        if slice > 0 && unit < units {
+        if slice > 0 && unit < columns {
             let at = ring + ((slice - 1) * slot_words + unit) as u32 * 4;
             #[unroll]
             for r in 0..rows {
-                store_remote_f32(at + comptime![(r * units * 4) as u32], 0u32, acc[r]);
+                store_remote_f32(at + comptime![(r * columns * 4) as u32], 0u32, acc[r]);
             }
         }
         // The sums have landed in the first cube; the others may exit.
@@ -152,7 +189,7 @@ pub(crate) fn few_rows_cluster_product(
     }
 
     // The first cube finishes: whole planes, so the mask's shuffles below have every lane.
-    if slice == 0 && unit < units {
+    if slice == 0 && unit < columns {
         let col = col0 + unit;
         #[unroll]
         for r in 0..rows {
@@ -160,7 +197,7 @@ pub(crate) fn few_rows_cluster_product(
                 let mut total = acc[r];
                 #[unroll]
                 for s in 1..slices {
-                    total += smem_w[comptime![(s - 1) * rows * units + r * units] + unit];
+                    total += smem_w[comptime![(s - 1) * rows * columns + r * columns] + unit];
                 }
                 let mut bits = 0u32;
                 if col < n {
@@ -193,7 +230,7 @@ pub(crate) fn cluster_split(
     dims: &crate::contract::Dims,
     resident: usize,
 ) -> Option<(usize, usize)> {
-    let blocks = dims.n.div_ceil(UNITS) * dims.batch;
+    let blocks = dims.n.div_ceil(COLUMNS) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
     let wanted = (resident / blocks).clamp(1, MAX_SLICES.min(chunks));
     let cubes = blocks * wanted;
@@ -213,9 +250,9 @@ mod tests {
     const WEIGHT_STAGE_BYTES: usize = BOXES * BOX_BYTES;
 
     /// Bytes of the first cube's ring that hold the other cubes' sums at `rows` rows and
-    /// `slices` slices: a slot of `rows x UNITS` f32 per other cube.
+    /// `slices` slices: a slot of `rows x COLUMNS` f32 per other cube.
     const fn slots_bytes(rows: usize, slices: usize) -> usize {
-        (slices - 1) * rows * UNITS * 4
+        (slices - 1) * rows * COLUMNS * 4
     }
 
     #[test]

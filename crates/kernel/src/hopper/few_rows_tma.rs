@@ -102,7 +102,8 @@ pub(crate) fn few_rows_tma_partials(
         let unit = UNIT_POS as usize;
         let mut acc = Array::<f32>::new(rows);
         add_ring_stages(
-            &mut acc, &smem_w, &smem_l, full, empty, unit, chunks, rows, BOXES, stages,
+            &mut acc, &smem_w, &smem_l, full, empty, unit, 0usize, chunks, rows, BOXES, stages,
+            1usize,
         );
 
         let col = col0 + unit;
@@ -122,7 +123,9 @@ pub(crate) fn few_rows_tma_partials(
 /// a ring whose stages hold `boxes` boxes of the weight (`weight_ring`, [`BOX_BYTES`] each, the
 /// unit's column `unit` of their `32 boxes` columns) beside `lhs`'s rows (`rows_ring`, in
 /// stages of [`lhs_stage_bytes`]): for each stage it waits for the producer's copies (`full`),
-/// adds the stage's 32 `k`, and hands the stage back (`empty`).
+/// adds its part of the stage's 32 `k`, and hands the stage back (`empty`). The stage's `k` are
+/// split into `parts` parts (1, 2 or 4), `part` this unit's: the units of a column then sum
+/// the parts.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn add_ring_stages(
@@ -132,16 +135,26 @@ pub(crate) fn add_ring_stages(
     full: u32,
     empty: u32,
     unit: usize,
+    part: usize,
     chunks: usize,
     #[comptime] rows: usize,
     #[comptime] boxes: usize,
     #[comptime] stages: usize,
+    #[comptime] parts: usize,
 ) {
+    // A part is `groups` groups of four `k`; whole pairs of groups, so that a `k`'s line is
+    // at the same swizzle phase (`k % 8`) in every part.
+    let groups = comptime![CHUNK_K / 4 / parts];
     // This unit's column: box `unit / 32`, 16-byte group `column / 4` of its lines (at
     // `group ^ (k % 8)`), word `column % 4` of the group.
     let column = unit % BOX_COLUMNS;
     let group = column / 4;
-    let box_at = (unit / BOX_COLUMNS) * comptime![BOX_BYTES / 4] + column % 4;
+    let mut box_at = (unit / BOX_COLUMNS) * comptime![BOX_BYTES / 4] + column % 4;
+    let mut first_group = 0usize;
+    if comptime![parts > 1] {
+        first_group = part * groups;
+        box_at += first_group * comptime![4 * BOX_COLUMNS];
+    }
     #[unroll]
     for r in 0..rows {
         acc[r] = 0.0;
@@ -155,7 +168,7 @@ pub(crate) fn add_ring_stages(
         let w_at = stage as usize * comptime![boxes * BOX_BYTES / 4] + box_at;
         let l_at = stage as usize * comptime![lhs_stage_bytes(rows) / 16];
         #[unroll]
-        for g in 0..comptime![CHUNK_K / 4] {
+        for g in 0..groups {
             #[unroll]
             for e in 0..4usize {
                 let kk = comptime![4 * g + e];
@@ -165,7 +178,11 @@ pub(crate) fn add_ring_stages(
             #[unroll]
             for r in 0..rows {
                 // Four `k` of row `r`: group `g` of its line, at `g ^ (r % 8)`.
-                let x = rows_ring[l_at + comptime![r * 8 + (g ^ (r % 8))]];
+                let mut at = l_at + comptime![r * 8 + (g ^ (r % 8))];
+                if comptime![parts > 1] {
+                    at = l_at + comptime![r * 8] + ((first_group + g) ^ comptime![r % 8]);
+                }
+                let x = rows_ring[at];
                 #[unroll]
                 for e in 0..4usize {
                     acc[r] += x.extract(e) * w[e];

@@ -503,18 +503,20 @@ fn few_row_tma_kernels_compile_to_cuda_with_tensor_copies() {
     }
 }
 
-/// The few-row product in one launch, at each cluster size and epilogue: the
+/// The few-row product in one launch, at each row count, cluster size and epilogue: the
 /// cluster's dims, its barrier, the remote stores of the other cubes' sums, and the mask's
 /// shuffles where it writes the mask.
 #[test]
 fn few_row_cluster_kernels_compile_to_cuda_with_remote_stores() {
     let epilogues = [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask];
-    let rows = super::few_rows_cluster::MAX_ROWS;
-    for (slices, epilogue) in
-        (1..=super::few_rows_cluster::MAX_SLICES).flat_map(|s| epilogues.map(|e| (s, e)))
-    {
+    for (rows, slices, epilogue) in [4, 8].into_iter().flat_map(|rows| {
+        (1..=super::few_rows_cluster::MAX_SLICES)
+            .flat_map(move |s| epilogues.map(move |e| (rows, s, e)))
+    }) {
         let settings = KernelSettings::new(
-            *CubeDim::new_1d(super::few_rows_cluster::UNITS as u32 + 32),
+            *CubeDim::new_1d(
+                (super::few_rows_cluster::PARTS * super::few_rows_cluster::COLUMNS) as u32 + 32,
+            ),
             ExecutionMode::Unchecked,
             AddressType::U32,
         );
@@ -535,6 +537,7 @@ fn few_row_cluster_kernels_compile_to_cuda_with_remote_stores() {
             slices,
             super::few_rows_cluster::BOXES,
             super::few_rows_cluster::STAGES,
+            super::few_rows_cluster::PARTS,
             epilogue,
             true,
             false,
