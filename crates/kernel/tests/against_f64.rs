@@ -265,7 +265,7 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[3, 10, 1024], &[1, 1024, 264], &[264], false),
         (&[4, 2, 1024], &[1, 1024, 520], &[4, 1, 520], false),
         (&[4, 2, 1024], &[4, 1024, 520], &[520], false),
-        // Up to 4 rows and column blocks enough to fill the device with clusters of a block's
+        // Up to 8 rows and column blocks enough to fill the device with clusters of a block's
         // slices: one launch, the slices summed in the cluster's first cube. A ragged `k` (a
         // short last slice and stage) and a last column block of 4 columns; a `k` of two
         // stages, the second short; a weight and a bias per batch, one slice a block (no
@@ -274,6 +274,8 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
         (&[1, 2, 40], &[1, 40, 4096], &[4096], false),
         (&[2, 3, 2048], &[2, 2048, 4096], &[2, 3, 4096], false),
         (&[1, 4, 1000], &[1, 1000, 8000], &[8000], false),
+        // 7 rows (the 8-row kernel), a bias per row, a ragged last column block.
+        (&[1, 7, 2000], &[1, 2000, 4104], &[1, 7, 4104], false),
     ];
     check_few_row_f32(problems, contract::tolerance(Precision::F32));
 }
