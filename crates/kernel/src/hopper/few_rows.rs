@@ -13,8 +13,9 @@
 //! FMAs outweigh the weight's bytes and the copy's TF32 MMAs win, so at most 32 rows.
 //!
 //! Where the TMA engine can read both operands, [`few_rows_tma`](super::few_rows_tma) feeds the
-//! partial sums at up to 8 rows; at up to 4 rows, where the column blocks fill the device,
-//! [`few_rows_cluster`](super::few_rows_cluster) runs the whole product in one launch.
+//! partial sums at up to 8 rows; where the column blocks fill the device and the weight is at
+//! most 128 MiB, [`few_rows_cluster`](super::few_rows_cluster) runs the whole product in one
+//! launch.
 
 use crate::Operands;
 use crate::common::{address_type, batch_offset, relu};

@@ -7,14 +7,22 @@
 //!
 //! Clusters of two: two cubes a multiprocessor can always hold one whole, where wider clusters
 //! span multiprocessors and fewer of them fit at once than their cubes (see [`MAX_SLICES`]).
-//! So that 2 slices fill the device, a cube takes 32 weight columns, four warps of FMAs (each
-//! summing 8 of a stage's 32 `k`), and a ring of twenty 4 KiB weight boxes: 160 KiB of the weight in flight a multiprocessor, against
-//! `few_rows_tma`'s 192. Where the column blocks are too few (or too many) for one round,
-//! `few_rows_tma` runs instead, split finer, with its second kernel. Measured (kernel alone,
-//! one launch against two): on an H200 0.0239 ms against 0.0249 at `1 x 1 x 4096 x 4096`,
-//! 0.0245 against 0.0255 at 4 rows; on an H100 alike (0.0311 against 0.0310 at one row). The
-//! host's cost of a call halves, one launch and no workspace instead of two launches and the
-//! partial sums' buffer: 9.6-12 us against 18-24 at these shapes.
+//! So that 2 slices fill the device, a cube takes 32 weight columns and a ring of twenty 4 KiB
+//! weight boxes (160 KiB of the weight in flight a multiprocessor, against `few_rows_tma`'s
+//! 192), and four warps of FMAs, each summing 8 of a stage's 32 `k`, whose sums a column's
+//! first unit adds. Where the column blocks are too few (or too many) for one round, or the
+//! weight is large ([`MAX_WEIGHT_BYTES`]), `few_rows_tma` runs instead, split finer, with its
+//! second kernel.
+//!
+//! Measured on an H100 (kernel alone, `4096 x 4096` weight; one launch against two): 0.0294 ms
+//! against 0.0307 at one row, 0.0305 against 0.0315 at 4 rows, 0.0332 against 0.0333 at 8;
+//! under ncu 30.6-31.6 us at one row, 66-68% of DRAM bandwidth. With one warp of FMAs a cube
+//! it took 0.0310 ms at one row (32.6 us under ncu, 64%) and was 12% slower than the two
+//! launches at 8 rows. The host's cost of a call halves, one launch and no workspace instead of
+//! two launches and the partial sums' buffer: 9.6-12 us against 18-24 at these shapes. The
+//! bytes in flight do not bound it: with `lhs`'s rows unswizzled, 26 stages at one row, it ran
+//! as fast (30.4 us). Its copies read 128 contiguous bytes of each of 32 weight rows,
+//! `few_rows_tma`'s 1 KiB: a suspect, not yet measured.
 //!
 //! The hand-over: once every unit of the cluster has passed its main loop (the cluster barrier,
 //! which releases the first cube's reads of its ring), the other cube's units store their sums
@@ -222,14 +230,25 @@ pub(crate) fn few_rows_cluster_product(
     }
 }
 
+/// The most bytes of the weight (`k x n` f32 a batch) the one launch streams. It saves a
+/// launch and the second kernel's few microseconds, but it streams a weight more slowly than
+/// `few_rows_tma`'s 256 columns a cube (2.6 against 2.7 TB/s on an H100 at `1 x 1 x 11008 x
+/// 4096`), so on a larger weight the two launches are faster: measured on an H100, one launch
+/// 2% faster at `4096 x 8192` (128 MiB), 4% slower at `11008 x 4096` and 3% at `8192 x 8192`.
+pub(crate) const MAX_WEIGHT_BYTES: usize = 128 << 20;
+
 /// How the launch splits `k` for the cluster kernel: the slices (the cluster's cubes, at most
 /// [`MAX_SLICES`]) and their depth, a multiple of 32, so that the column blocks of every batch
 /// times the slices fill one round of `resident` cubes as nearly as they can; `None` where that
-/// leaves more than a tenth of the round idle, or needs more than one round.
+/// leaves more than a tenth of the round idle, needs more than one round, or the weights of
+/// every batch pass [`MAX_WEIGHT_BYTES`].
 pub(crate) fn cluster_split(
     dims: &crate::contract::Dims,
     resident: usize,
 ) -> Option<(usize, usize)> {
+    if dims.batch * dims.k * dims.n * 4 > MAX_WEIGHT_BYTES {
+        return None;
+    }
     let blocks = dims.n.div_ceil(COLUMNS) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
     let wanted = (resident / blocks).clamp(1, MAX_SLICES.min(chunks));
@@ -268,8 +287,9 @@ mod tests {
     }
 
     /// One round of two cubes a multiprocessor on 132 of them: 128 column blocks and 2 slices
-    /// of 2048 at `4096 x 4096`, 256 blocks of one slice at `8192 x 8192` or with a weight per
-    /// batch; a `k` of two stages, two slices; too few or too many blocks take none.
+    /// of 2048 at `4096 x 4096`, 256 blocks of one slice at `4096 x 8192` or with a weight per
+    /// batch; a `k` of two stages, two slices; too few or too many blocks, or more than 128 MiB
+    /// of weight, take none.
     #[test]
     fn slices_fill_one_round_of_two_cubes_a_multiprocessor() {
         let dims = |batch, m, k, n| Dims { m, n, k, batch };
@@ -283,8 +303,8 @@ mod tests {
             Some((2, 2080))
         );
         assert_eq!(
-            cluster_split(&dims(1, 1, 8192, 8192), resident),
-            Some((1, 8192))
+            cluster_split(&dims(1, 1, 4096, 8192), resident),
+            Some((1, 4096))
         );
         assert_eq!(
             cluster_split(&dims(2, 3, 2048, 4096), resident),
@@ -301,5 +321,9 @@ mod tests {
         assert_eq!(cluster_split(&dims(1, 1, 4096, 2048), resident), None);
         assert_eq!(cluster_split(&dims(1, 1, 4096, 6144), resident), None);
         assert_eq!(cluster_split(&dims(1, 1, 4096, 11008), resident), None);
+        // Weights past 128 MiB: the two launches stream them faster.
+        assert_eq!(cluster_split(&dims(1, 1, 8192, 8192), resident), None);
+        assert_eq!(cluster_split(&dims(1, 1, 11008, 4096), resident), None);
+        assert_eq!(cluster_split(&dims(2, 1, 4128, 4096), resident), None);
     }
 }

@@ -13,7 +13,7 @@
 //! | `fold` | a shared weight's batches as one batch of rows, for the few-row and swapped paths |
 //! | `few_rows` | f32 at up to 8 rows (32 without TF32) with an N-major `rhs`: split-K with f32 FMAs, no copy; split-K's second kernel, which adds the slices and applies the epilogue |
 //! | `few_rows_tma` | `few_rows`'s partial sums fed by the TMA engine (a producer unit and a ring of stages), at up to 8 rows where both operands' strides allow it and the weight is not shared by several batches |
-//! | `few_rows_cluster` | the same product in one launch at up to 4 rows, where the column blocks fill the device: a cluster of two cubes splits `k`, the first adds the other's sums from its shared memory and finishes |
+//! | `few_rows_cluster` | the same product in one launch at up to 8 rows, where the column blocks fill the device and the weight is at most 128 MiB: a cluster of two cubes splits `k`, the first adds the other's sums from its shared memory and finishes |
 //! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy; fed by `cp.async` where the TMA engine cannot read the operands |
 //! | `swapped_tma` | the same product fed by the TMA engine, a producer unit and mbarriers |
 //!
