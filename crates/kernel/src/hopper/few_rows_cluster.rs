@@ -16,13 +16,14 @@
 //!
 //! Measured on an H100 (kernel alone, `4096 x 4096` weight; one launch against two): 0.0294 ms
 //! against 0.0307 at one row, 0.0305 against 0.0315 at 4 rows, 0.0332 against 0.0333 at 8;
-//! under ncu 30.6-31.6 us at one row, 66-68% of DRAM bandwidth. With one warp of FMAs a cube
+//! under ncu 30.6-31.6 us at one row, 66-68% of DRAM bandwidth; on an H200 0.0221-0.0224 ms
+//! against 0.0248-0.0250 at one row (ncu 22.1 us, 66%). With one warp of FMAs a cube
 //! it took 0.0310 ms at one row (32.6 us under ncu, 64%) and was 12% slower than the two
 //! launches at 8 rows. The host's cost of a call halves, one launch and no workspace instead of
 //! two launches and the partial sums' buffer: 9.6-12 us against 18-24 at these shapes. The
 //! bytes in flight do not bound it: with `lhs`'s rows unswizzled, 26 stages at one row, it ran
-//! as fast (30.4 us). Its copies read 128 contiguous bytes of each of 32 weight rows,
-//! `few_rows_tma`'s 1 KiB: a suspect, not yet measured.
+//! as fast (30.4 us). Nor the copies' shape: with 64 columns a cube (256 contiguous bytes of
+//! each weight row a stage, not 128) and one cube a multiprocessor it ran as fast on an H200.
 //!
 //! The hand-over: once every unit of the cluster has passed its main loop (the cluster barrier,
 //! which releases the first cube's reads of its ring), the other cube's units store their sums
