@@ -635,7 +635,7 @@ fn launch_cluster(
                 slices as u32,
                 dims.batch as u32,
             ),
-            CubeDim::new_1d((few_rows_cluster::PARTS * few_rows_cluster::COLUMNS) as u32 + 32),
+            CubeDim::new_1d(few_rows_cluster::UNITS as u32 + 32),
             address_type,
             lhs_map,
             rhs_map,

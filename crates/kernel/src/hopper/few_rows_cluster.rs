@@ -59,6 +59,8 @@ pub(crate) const MAX_SLICES: usize = 2;
 /// Units a column: each sums a part of every stage's `k` (8 of its 32), so that a cube has
 /// four warps of FMAs, not one.
 pub(crate) const PARTS: usize = 4;
+/// Consumer units a cube: [`PARTS`] a column. The launch adds a producer warp.
+pub(crate) const UNITS: usize = PARTS * COLUMNS;
 /// The most rows.
 pub(crate) const MAX_ROWS: usize = 8;
 

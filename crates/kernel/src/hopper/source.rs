@@ -514,9 +514,7 @@ fn few_row_cluster_kernels_compile_to_cuda_with_remote_stores() {
             .flat_map(move |s| epilogues.map(move |e| (rows, s, e)))
     }) {
         let settings = KernelSettings::new(
-            *CubeDim::new_1d(
-                (super::few_rows_cluster::PARTS * super::few_rows_cluster::COLUMNS) as u32 + 32,
-            ),
+            *CubeDim::new_1d(super::few_rows_cluster::UNITS as u32 + 32),
             ExecutionMode::Unchecked,
             AddressType::U32,
         );
