@@ -42,14 +42,6 @@ pub(crate) fn cluster_arrive() {
     gpu_asm!("barrier.cluster.arrive.relaxed;");
 }
 
-/// This unit arrives on the cluster barrier, without waiting, releasing its earlier memory
-/// accesses (its reads of its own cube's shared memory, its stores into another cube's) to
-/// every unit that then passes [`cluster_wait`], which acquires them.
-#[cube]
-pub(crate) fn cluster_arrive_release() {
-    gpu_asm!("barrier.cluster.arrive.release;");
-}
-
 /// Waits until every unit of the cluster that has not exited has arrived ([`cluster_arrive`]):
 /// after it, every cube's barriers may be used from any cube.
 #[cube]
@@ -78,18 +70,24 @@ pub(crate) fn arrive_remote(barrier: u32, rank: u32) {
     );
 }
 
-/// Stores `value` at shared address `at` in cube `rank` of the cluster: a plain store, which
-/// the cluster barrier makes visible there ([`cluster_arrive_release`], then [`cluster_wait`]).
+/// Stores `value` at shared address `at` in cube `rank` of the cluster, asynchronously: its 4
+/// bytes complete on that cube's mbarrier at shared address `barrier`, which must expect them
+/// ([`super::mbarrier::arrive_expecting`]) before the store is issued.
 #[cube]
-pub(crate) fn store_remote_f32(at: u32, rank: u32, value: f32) {
+pub(crate) fn store_remote_async_f32(at: u32, rank: u32, barrier: u32, value: f32) {
     let at = by_value::<u32>(at);
     let rank = by_value::<u32>(rank);
+    let barrier = by_value::<u32>(barrier);
     let value = by_value::<f32>(value);
     gpu_asm!(
-        "{{ .reg .b32 fmar_remote;\nmapa.shared::cluster.u32 fmar_remote, {at}, {rank};\n\
-         st.shared::cluster.f32 [fmar_remote], {value}; }}",
+        "{{ .reg .b32 fmar_remote, fmar_remote_barrier;\n\
+         mapa.shared::cluster.u32 fmar_remote, {at}, {rank};\n\
+         mapa.shared::cluster.u32 fmar_remote_barrier, {barrier}, {rank};\n\
+         st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [fmar_remote], {value}, \
+         [fmar_remote_barrier]; }}",
         at = in(_) at,
         rank = in(_) rank,
+        barrier = in(_) barrier,
         value = in(_) value,
     );
 }

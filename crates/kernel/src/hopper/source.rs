@@ -504,8 +504,8 @@ fn few_row_tma_kernels_compile_to_cuda_with_tensor_copies() {
 }
 
 /// The few-row product in one launch, at each row count, cluster size and epilogue: the
-/// cluster's dims, its barrier, the remote stores of the other cubes' sums, and the mask's
-/// shuffles where it writes the mask.
+/// cluster's dims, its relaxed barrier, the remote arrival and asynchronous stores of the
+/// hand-over, and the mask's shuffles where it writes the mask.
 #[test]
 fn few_row_cluster_kernels_compile_to_cuda_with_remote_stores() {
     let epilogues = [Epilogue::Plain, Epilogue::BiasRelu, Epilogue::BiasReluMask];
@@ -551,9 +551,15 @@ fn few_row_cluster_kernels_compile_to_cuda_with_remote_stores() {
         if slices > 1 {
             needles.extend([
                 "__cluster_dims__",
-                "barrier.cluster.arrive.release",
-                "st.shared::cluster.f32",
+                "barrier.cluster.arrive.relaxed",
+                "mbarrier.arrive.relaxed.cluster.shared::cluster.b64",
+                "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32",
             ]);
+            // No released cluster barrier: each fences every store in flight.
+            assert!(
+                !source.contains("barrier.cluster.arrive.release"),
+                "{name}: a released cluster barrier"
+            );
         } else {
             assert!(
                 !source.contains("barrier.cluster"),
