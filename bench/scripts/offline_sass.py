@@ -101,7 +101,7 @@ def report(cuda, nvrtc, source):
             return f"{name}: ptxas failed: {log[-2000:]}", False
         registers = re.search(r"Used (\d+) registers", log)
         spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-        notes = sorted(set(re.findall(r"\((C75\d\d)\)[^']*?serialized due to ([^']*?) in the function", log)))
+        notes = sorted(set(re.findall(r"\((C75\d\d)\)[^']*?serialized due to ([^']*?) (?:in|for) the function", log)))
         sass = subprocess.run([tool(cuda, "cuobjdump"), "-sass", cubin],
                               capture_output=True, text=True,
                               env={**os.environ, "PATH": os.path.join(cuda, "bin") + os.pathsep

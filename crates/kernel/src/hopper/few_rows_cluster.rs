@@ -162,6 +162,7 @@ pub(crate) fn few_rows_cluster_product(
             full,
             empty,
             col0,
+            0usize,
             k_first,
             chunks,
             batch,

@@ -88,6 +88,7 @@ pub(crate) fn few_rows_tma_partials(
             full,
             empty,
             col0,
+            0usize,
             k_first,
             chunks,
             batch,

@@ -14,6 +14,7 @@ use super::kernel::fused_matmul_add_relu_hopper_split_k::FusedMatmulAddReluHoppe
 use super::kernel::{Epilogue, KernelConfig};
 use super::plan::{Schedule, TileShape};
 use super::swapped::swapped_partials::SwappedPartials;
+use super::swapped_tiles::swapped_tiles_product::SwappedTilesProduct;
 use super::swapped_tma::swapped_tma_partials::SwappedTmaPartials;
 use super::wgmma::Operand;
 use cubecl::Compiler;
@@ -454,6 +455,53 @@ fn swapped_tma_kernels_compile_to_cuda_with_register_a_mmas() {
         dump(&format!("{name}.cu"), &source);
         for needle in [
             format!("wgmma.mma_async.sync.aligned.m64n{rows}k8.f32.tf32.tf32"),
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                .to_string(),
+            "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
+        ] {
+            assert!(source.contains(&needle), "{name}: no `{needle}`");
+        }
+    }
+}
+
+/// The transposed product over whole tiles, at each epilogue it takes and either bias: eight
+/// TF32 MMAs of the tile's rows a stage with `A` in registers (four a warpgroup), its stages filled by
+/// 3-d TMA copies from the tile's first row.
+#[test]
+fn swapped_tile_kernels_compile_to_cuda_with_register_a_mmas() {
+    use super::swapped_tiles::{ROWS, STAGES, WARPGROUPS};
+    for (epilogue, row_broadcast) in [
+        (Epilogue::Plain, false),
+        (Epilogue::BiasRelu, true),
+        (Epilogue::BiasRelu, false),
+    ] {
+        let settings = cube_settings(128 * WARPGROUPS as u32 + 32);
+        let definition = SwappedTilesProduct::new(
+            settings,
+            hopper_properties(),
+            Arc::new(Default::default()),
+            (),
+            (),
+            tensor_arg(),
+            tensor_arg(),
+            (),
+            (),
+            (),
+            ROWS / 2,
+            ROWS,
+            WARPGROUPS,
+            STAGES,
+            epilogue,
+            row_broadcast,
+            true,
+            false,
+        )
+        .define();
+        let name = format!("swapped_tiles_{epilogue:?}_{row_broadcast}");
+        let source = compile(definition, &name);
+        dump(&format!("{name}.cu"), &source);
+        for needle in [
+            format!("wgmma.mma_async.sync.aligned.m64n{ROWS}k8.f32.tf32.tf32"),
             "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                 .to_string(),
             "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),

@@ -106,6 +106,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
             full,
             empty,
             col0,
+            0usize,
             k_first,
             chunks,
             batch,
@@ -170,7 +171,7 @@ pub(crate) fn swapped_tma_partials<R: Size>(
 
 /// The producer unit of a ring whose stages hold `boxes` boxes of the weight (`[32 k][32
 /// columns]` from column `col0`, [`BOX_BYTES`] apart from `weight_ring`) beside `lhs`'s rows at
-/// the stage's 32 `k` (a `[rows][32 k]` box, `rows_stage_bytes` apart from `rows_ring`, of
+/// the stage's 32 `k` (a `[rows][32 k]` box from row `row0`, `rows_stage_bytes` apart from `rows_ring`, of
 /// which the copy fills `rows_copy_bytes`): for each of `chunks` stages from `k_first`, it
 /// waits for the consumers to hand the stage back (`empty`), has the TMA engine copy the boxes
 /// and the rows, and arrives on the stage's `full` barrier expecting their bytes. Shared by
@@ -185,6 +186,7 @@ pub(crate) fn fill_weight_ring(
     full: u32,
     empty: u32,
     col0: usize,
+    row0: usize,
     k_first: usize,
     chunks: usize,
     batch: usize,
@@ -229,7 +231,7 @@ pub(crate) fn fill_weight_ring(
             rows_ring + stage * rows_stage_bytes,
             barrier,
             lhs_batch,
-            0i32,
+            row0 as i32,
             k0,
         );
         arrive_expecting(barrier, comptime![weight_stage_bytes + rows_copy_bytes]);

@@ -1,0 +1,436 @@
+//! f32 above 128 rows with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`) through
+//! TF32 MMAs, without a K-major copy of the weight: [`swapped_tma`](super::swapped_tma)'s
+//! transposed product (`outᵀ = rhsᵀ · lhsᵀ`, the weight as the MMAs' register operand `A`) over
+//! whole tiles, finished in the kernel. A cube takes a tile of [`COLUMNS`] weight columns and
+//! [`ROWS`] rows: two consumer warpgroups of 64 columns each run `m64n256k8` MMAs on the same
+//! stage of `lhs`'s rows, fed by a producer unit through a ring of TMA stages; then each unit
+//! adds the bias, applies the ReLU and stores its sums straight into the output, two adjacent
+//! columns of a row at a time. No K-major copy of the weight (35 us a call at `4096 x 4096` on
+//! an H200), no partial sums.
+//!
+//! It takes the layouts `swapped_tma` takes (`lhs` K-major, every stride but the last a
+//! multiple of 16 bytes) and the epilogues without the ReLU mask: the mask's 32-column words
+//! would span two warps' columns here. Elsewhere the main kernel runs on a K-major copy.
+//!
+//! Registers: a whole stage's `A` fragments (16) beside the 128 accumulators of a 256-row tile
+//! took 166 registers with spills, and the assembler serialised every MMA (C7512); the stage's
+//! MMAs now run in two statements of two `k8` steps, each loading its own fragments: 162
+//! registers, no spills, two waits a stage ([`STEPS`]).
+//!
+//! Not selected yet ([`SELECTED`]): built and checked offline (the CUDA source, the resource
+//! report and the SASS), not yet run on a device.
+
+use crate::Operands;
+use crate::common::address_type;
+use crate::contract::Dims;
+use crate::hopper::Epilogue;
+use crate::hopper::few_rows::{bias_vector, finish_vector};
+use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, wait_barrier};
+use crate::hopper::plan::MapLayout;
+use crate::hopper::swapped::{self, CHUNK_K};
+use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
+use crate::hopper::tensor_map;
+use crate::hopper::wgmma::{by_value, descriptor, shared_address};
+use cubecl::client::Client;
+use cubecl::ir::ElemType;
+use cubecl::prelude::*;
+
+/// Whether the launch runs this path where it [`takes`] the problem. Off until it has been
+/// checked and timed on a device against the K-major copy and the main kernel.
+pub(crate) const SELECTED: bool = false;
+/// Rows of a tile: the MMA's `n`, its largest.
+pub(crate) const ROWS: usize = 256;
+/// Consumer warpgroups a cube, each [`swapped::COLUMNS`] weight columns.
+pub(crate) const WARPGROUPS: usize = 2;
+/// Weight columns of a tile.
+pub(crate) const COLUMNS: usize = swapped::COLUMNS * WARPGROUPS;
+/// Stages of the ring: four of 48 KiB (16 of the weight, 32 of `lhs`'s rows), one cube a
+/// multiprocessor.
+pub(crate) const STAGES: usize = 4;
+/// The fewest rows this path takes: above [`swapped`]'s.
+pub(crate) const FEWEST_ROWS: usize = swapped::ROWS[swapped::ROWS.len() - 1] + 1;
+
+/// `out = relu(lhs @ rhs + bias)` (or as `epilogue` says, never the mask's) for the tile of
+/// cube `(x, y, z)`: weight columns `64 warpgroups x`, rows `rows y`, batch `z`, over all of
+/// `k`, fed by a ring of `stages` stages. `rhs` is the weight's map (`[batch, k, n]`, box
+/// `[1, 32, 32]`), `lhs` the rows' (`[batch, m, k]`, box `[1, rows, 32]`); past the edges the
+/// TMA engine reads zeros. The output is dense, `[batch * m, n]`. `bias_row_broadcast`: the
+/// bias is the same for every row, so a unit reads its two columns' once.
+#[cube(launch_unchecked, address_type = "dynamic")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn swapped_tiles_product<R: Size>(
+    lhs: &TensorMap<f32, Tiled>,
+    rhs: &TensorMap<f32, Tiled>,
+    bias: &Tensor<f32>,
+    output: &mut Tensor<f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+    #[comptime] rows: usize,
+    #[comptime] warpgroups: usize,
+    #[comptime] stages: usize,
+    #[comptime] epilogue: Epilogue,
+    #[comptime] bias_row_broadcast: bool,
+    #[comptime] lhs_batched: bool,
+    #[comptime] rhs_batched: bool,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let consumer_units = comptime![128 * warpgroups];
+    let b_stage_bytes = comptime![(rows * CHUNK_K * 4) as u32];
+    let col0 = CUBE_POS_X as usize * comptime![swapped::COLUMNS * warpgroups];
+    let row0 = CUBE_POS_Y as usize * rows;
+    let batch = CUBE_POS_Z as usize;
+    let chunks = k.div_ceil(CHUNK_K);
+
+    // The ring: the weight's boxes (`[stages][2 warpgroups]` of `[32][32]` f32) and `lhs`'s
+    // stages (`[stages][rows][32]`), each a whole number of 1024-byte swizzle atoms.
+    let smem_a = Shared::<[Vector<f32, Const<2>>]>::new_aligned_slice(
+        comptime![stages * warpgroups * BOX_BYTES / 4],
+        1024usize,
+    );
+    let smem_b = Shared::<[f32]>::new_aligned_slice(comptime![stages * rows * CHUNK_K], 1024usize);
+    let (full, empty) = ring_barriers(stages, comptime![consumer_units as u32]);
+
+    if UNIT_POS as usize == consumer_units {
+        fill_weight_ring(
+            lhs,
+            rhs,
+            shared_address::<Vector<f32, Const<2>>>(&smem_a),
+            shared_address::<f32>(&smem_b),
+            full,
+            empty,
+            col0,
+            row0,
+            0usize,
+            chunks,
+            batch,
+            comptime![2 * warpgroups],
+            stages,
+            b_stage_bytes,
+            b_stage_bytes,
+            lhs_batched,
+            rhs_batched,
+        );
+    } else if (UNIT_POS as usize) < consumer_units {
+        let unit = UNIT_POS as usize;
+        let warpgroup = unit / 128;
+        let warp = unit / 32 % 4;
+        let lane = unit % 32;
+        let (g, q) = (lane / 4, lane % 4);
+        // This unit's weight columns and fragments, as `swapped_tma` lays them out.
+        let a_box = 2 * warpgroup + warp / 2;
+        let group = 2 * (g / 2) + warp % 2;
+        let within = 2 * (g % 2);
+        let box_at = a_box * comptime![BOX_BYTES / 4];
+        let first = (box_at + q * BOX_COLUMNS + (group ^ q) * 4 + within) / 2;
+        let second = (box_at + (q + 4) * BOX_COLUMNS + (group ^ (q + 4)) * 4 + within) / 2;
+        let a_stage_pairs = comptime![2 * warpgroups * BOX_BYTES / 8];
+
+        // The shared addresses of the unit's first pair of the first stage's two lines.
+        let a_ring = shared_address::<Vector<f32, Const<2>>>(&smem_a);
+        let (a_first, a_second) = (a_ring + first as u32 * 8, a_ring + second as u32 * 8);
+        let a_stage_bytes = comptime![(a_stage_pairs * 8) as u32];
+        let b_base = descriptor(shared_address::<f32>(&smem_b), 16u64, 1024u64);
+        let b_stage_step = comptime![(rows * CHUNK_K * 4 / 16) as u64];
+        let mut stage = 0u32;
+        let mut phase = 0u32;
+        let mut acc = Vector::<f32, R>::new(0.0f32);
+        for _ in 0..chunks {
+            let offset = stage * BARRIER_BYTES;
+            wait_barrier(full + offset, phase);
+            let at = stage * a_stage_bytes;
+            let b = b_base + u64::cast_from(stage) * b_stage_step;
+            #[unroll]
+            for half in 0..comptime![4 / STEPS] {
+                acc = mma_steps_a_from_shared::<R>(
+                    acc,
+                    a_first + at,
+                    a_second + at,
+                    b,
+                    rows,
+                    comptime![half * STEPS],
+                );
+            }
+            arrive(empty + offset);
+            (stage, phase) = next_stage(stage, phase, stages);
+        }
+
+        // Derived again after the loop, so that it holds no register through it.
+        let unit = UNIT_POS as usize;
+        let (warp, g) = (unit / 32 % 4, unit % 32 / 4);
+        let col = CUBE_POS_X as usize * comptime![swapped::COLUMNS * warpgroups]
+            + BOX_COLUMNS * (2 * (unit / 128) + warp / 2)
+            + 4 * (2 * (g / 2) + warp % 2)
+            + 2 * (g % 2);
+        store_tile::<R>(
+            bias,
+            output,
+            acc,
+            CUBE_POS_Z as usize,
+            CUBE_POS_Y as usize * rows,
+            col,
+            unit % 4,
+            m,
+            n,
+            rows,
+            epilogue,
+            bias_row_broadcast,
+        );
+    }
+}
+
+/// `k8` steps an MMA statement runs: half a stage. A whole stage's `A` fragments (16
+/// registers) beside the 128 accumulators of `n = 256` and the loop's own values passed the 168
+/// registers a unit has (three warps of a quarter multiprocessor), and the assembler serialised
+/// every MMA (C7512); half of them (8) fit.
+pub(crate) const STEPS: usize = 2;
+
+/// The PTX of [`STEPS`] `k8` steps from step `first_step` of a stage: the unit's `A`
+/// fragments of those steps loaded from shared memory, then their `m64nNk8` TF32 MMAs, commit
+/// and wait. Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in),
+/// the shared addresses of the unit's pairs on the stage's first step's two lines `%2R` and
+/// `%2R+1` (each step's are 1024 bytes further), the stage's `B` descriptor `%2R+2`, with
+/// `R = n / 2`. The loads are part of the statement, so the fragments hold registers only
+/// while the MMAs run.
+pub(crate) fn mma_a_from_shared_ptx(n: usize, first_step: usize) -> String {
+    let r = n / 2;
+    let (first, second, db) = (2 * r, 2 * r + 1, 2 * r + 2);
+    let d = (0..r)
+        .map(|i| format!("%{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut s = format!(
+        "{{\n.reg .b64 fmar_db;\n.reg .b32 fmar_one;\n.reg .b32 fmar_a<{}>;\n\
+         .reg .pred fmar_acc;\nmov.b32 fmar_one, 1;\nsetp.ne.b32 fmar_acc, fmar_one, 0;\n",
+        4 * STEPS
+    );
+    for step in 0..STEPS {
+        let (a, at) = (4 * step, 1024 * (first_step + step));
+        s.push_str(&format!(
+            "ld.shared.v2.b32 {{fmar_a{a}, fmar_a{}}}, [%{first}+{at}];\n\
+             ld.shared.v2.b32 {{fmar_a{}, fmar_a{}}}, [%{second}+{at}];\n",
+            a + 1,
+            a + 2,
+            a + 3
+        ));
+    }
+    for i in 0..r {
+        s.push_str(&format!("mov.f32 %{i}, %{};\n", r + i));
+    }
+    s.push_str("wgmma.fence.sync.aligned;\n");
+    s.push_str(&format!("mov.b64 fmar_db, %{db};\n"));
+    for step in 0..STEPS {
+        // 32 bytes further along `k` a step in the 128-byte line (descriptor units of 16 bytes).
+        let advance = 2 * (first_step + step)
+            - if step > 0 {
+                2 * (first_step + step - 1)
+            } else {
+                0
+            };
+        if advance > 0 {
+            s.push_str(&format!("add.s64 fmar_db, fmar_db, {advance};\n"));
+        }
+        let regs = (0..4)
+            .map(|j| format!("fmar_a{}", 4 * step + j))
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.push_str(&format!(
+            "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{d}}}, {{{regs}}}, fmar_db, \
+             fmar_acc, 1, 1;\n"
+        ));
+    }
+    s.push_str("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+    s
+}
+
+/// [`STEPS`] `k8` steps of a stage's MMAs from step `first_step` into `acc` (the `R = N / 2`
+/// f32 registers a unit holds of the warpgroup's `64 x N` result), the unit's `A` fragments
+/// read from shared memory at `a_first` and `a_second` ([`mma_a_from_shared_ptx`]).
+#[cube]
+fn mma_steps_a_from_shared<R: Size>(
+    acc: Vector<f32, R>,
+    a_first: u32,
+    a_second: u32,
+    desc_b: u64,
+    #[comptime] n: usize,
+    #[comptime] first_step: usize,
+) -> Vector<f32, R> {
+    let body = comptime![mma_a_from_shared_ptx(n, first_step)];
+    let c = by_value::<Vector<f32, R>>(acc);
+    let first = by_value::<u32>(a_first);
+    let second = by_value::<u32>(a_second);
+    let db = by_value::<u64>(desc_b);
+    let out: Vector<f32, R>;
+    // cubecl refuses an operand the text never names: the comment names them all once.
+    gpu_asm!(
+        "// fmar wgmma: d={d} c={c} f={f} s={s} b={db}\n{body}",
+        d = out(_) out,
+        c = in(_) c,
+        f = in(_) first,
+        s = in(_) second,
+        db = in(_) db,
+    );
+    out
+}
+
+/// Stores a unit's sums (`acc`, the MMA's result for the unit of lane `4 g + quad`), finished
+/// as `epilogue` says, into the dense output (`[batch * m, n]`): the result's column
+/// `8 j + 2 quad (+ 1)` is row `row0 + r` of the output, and its rows `g` and `g + 8` are the
+/// weight's columns `col` and `col + 1`. Rows past `m` and columns past `n` are not stored.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn store_tile<R: Size>(
+    bias: &Tensor<f32>,
+    output: &mut Tensor<f32>,
+    acc: Vector<f32, R>,
+    batch: usize,
+    row0: usize,
+    col: usize,
+    quad: usize,
+    m: usize,
+    n: usize,
+    #[comptime] rows: usize,
+    #[comptime] epilogue: Epilogue,
+    #[comptime] bias_row_broadcast: bool,
+) {
+    let rank = output.rank();
+    // A bias the same for every row: this unit's two columns', read once.
+    let mut row_biases = Vector::<f32, Const<2>>::new(0.0);
+    if comptime![epilogue.bias_relu() && bias_row_broadcast] {
+        #[unroll]
+        for c in 0..2usize {
+            if col + c < n {
+                let b = bias_vector::<f32, Const<1>>(bias, rank, batch, 0usize, col + c);
+                row_biases.insert(c, b.extract(0usize));
+            }
+        }
+    }
+    #[unroll]
+    for j in 0..comptime![rows / 8] {
+        #[unroll]
+        for dr in 0..2usize {
+            let r = row0 + 8 * j + 2 * quad + dr;
+            if r < m {
+                let at = (batch * m + r) * n + col;
+                #[unroll]
+                for c in 0..2usize {
+                    if col + c < n {
+                        let mut biases = Vector::<f32, Const<1>>::new(0.0);
+                        if comptime![epilogue.bias_relu()] {
+                            if comptime![bias_row_broadcast] {
+                                biases = Vector::<f32, Const<1>>::new(row_biases.extract(c));
+                            } else {
+                                biases =
+                                    bias_vector::<f32, Const<1>>(bias, rank, batch, r, col + c);
+                            }
+                        }
+                        let (value, _) = finish_vector::<f32, Const<1>>(
+                            Vector::<f32, Const<1>>::new(
+                                acc.extract(comptime![4 * j + 2 * c + dr]),
+                            ),
+                            biases,
+                            col + c,
+                            epilogue,
+                        );
+                        output[at + c] = value.extract(0usize);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether this path takes the problem: more than 128 rows, an epilogue without the ReLU mask,
+/// tiles enough for every one of the device's `processors` multiprocessors (one cube each at
+/// a time; with fewer, the main kernel splits `k`), and a grid within 65,535 tiles along `m`
+/// and batches along z.
+pub(crate) fn takes(dims: &Dims, epilogue: Epilogue, processors: usize) -> bool {
+    let tiles = dims.n.div_ceil(COLUMNS) * dims.m.div_ceil(ROWS) * dims.batch;
+    dims.m >= FEWEST_ROWS
+        && !epilogue.writes_mask()
+        && tiles >= processors
+        && dims.m.div_ceil(ROWS) <= u16::MAX as usize
+        && dims.batch <= u16::MAX as usize
+}
+
+/// Runs the tiles on `layouts` (`lhs`'s map layout, the weight's), which the TMA engine can
+/// read ([`swapped::tma_layouts`]).
+pub(crate) fn launch(
+    client: &Client,
+    ops: Operands,
+    dtype: ElemType,
+    dims: Dims,
+    epilogue: Epilogue,
+    (lhs_layout, rhs_layout): (MapLayout, MapLayout),
+) {
+    debug_assert!(takes(&dims, epilogue, 1));
+    let address_type = address_type(&ops, dtype, 0);
+    let rank = ops.bias.shape.len();
+    let bias_row_broadcast =
+        epilogue.bias_relu() && (ops.bias.strides[rank - 2] == 0 || dims.m == 1);
+    let lhs_map = tensor_map(&ops.lhs, &lhs_layout, [1, ROWS, CHUNK_K], dtype);
+    let rhs_map = tensor_map(&ops.rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
+    // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes, filling
+    // past the edges with zeros; the kernel reads the bias inside its shape and writes each
+    // element of the dense output once, inside its rows and columns.
+    unsafe {
+        swapped_tiles_product::launch_unchecked(
+            client,
+            CubeCount::Static(
+                dims.n.div_ceil(COLUMNS) as u32,
+                dims.m.div_ceil(ROWS) as u32,
+                dims.batch as u32,
+            ),
+            CubeDim::new_1d(128 * WARPGROUPS as u32 + 32),
+            address_type,
+            ROWS / 2,
+            lhs_map,
+            rhs_map,
+            ops.bias.into_tensor_arg(),
+            ops.out.into_tensor_arg(),
+            dims.m as u32,
+            dims.n as u32,
+            dims.k as u32,
+            ROWS,
+            WARPGROUPS,
+            STAGES,
+            epilogue,
+            bias_row_broadcast,
+            lhs_layout.batched,
+            rhs_layout.batched,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes of one stage: `2 warpgroups` weight boxes and `rows` lines of `lhs`.
+    const fn stage_bytes(rows: usize, warpgroups: usize) -> usize {
+        2 * warpgroups * BOX_BYTES + rows * CHUNK_K * 4
+    }
+
+    #[test]
+    fn one_cube_a_multiprocessor_holds_the_ring() {
+        let ring = STAGES * stage_bytes(ROWS, WARPGROUPS);
+        assert!(ring + 1024 + 2 * STAGES * 8 <= 227 * 1024, "{ring} bytes");
+    }
+
+    #[test]
+    fn it_takes_what_the_swapped_path_leaves_with_tiles_for_every_processor() {
+        let dims = |m| Dims {
+            m,
+            n: 4096,
+            k: 4096,
+            batch: 1,
+        };
+        // 32 column blocks: 5 tiles of rows fill 132 multiprocessors, 4 do not.
+        assert!(!takes(&dims(128), Epilogue::BiasRelu, 32));
+        assert!(takes(&dims(129), Epilogue::BiasRelu, 32));
+        assert!(!takes(&dims(1024), Epilogue::BiasRelu, 132));
+        assert!(takes(&dims(1025), Epilogue::BiasRelu, 132));
+        assert!(takes(&dims(4096), Epilogue::Plain, 132));
+        assert!(!takes(&dims(4096), Epilogue::BiasReluMask, 132));
+    }
+}
