@@ -17,9 +17,9 @@ export RUST_BACKTRACE=1 FMAR_TEST_DEVICE=cuda
 tar xJf .gpu/st.tar.xz -C /tmp && chmod +x /tmp/hb_* /tmp/t_* /tmp/l_*
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total,power.limit --format=csv > $OUT/gpu.txt
 A="--variants launch --dtypes f32 --lhs k --rhs n"
-run hang_st 30 /tmp/hb_st $A --reps 5 1,4096,4096,4096 1,300,200,4100
+run hang_st 30 /tmp/hb_st $A --reps 5 1,4096,4096,4096 1,1100,200,4104
 grep -h "RESULT\|panic" /tmp/logs/hang_st.log | cut -c1-90 >> $OUT/summary.txt
-grep -q "RESULT F32 1,300,200" /tmp/logs/hang_st.log || exit 0
+grep -q "RESULT F32 1,1100,200" /tmp/logs/hang_st.log || exit 0
 S="1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192 8,1024,1024,1024 1,1280,4096,4096 1,2048,4096,4096 4,512,1024,4096"
 ab() { for b in hb_lk hb_st; do run ab_${b}_$1 40 /tmp/$b $A --reps 100 $S; done; }
 ab 1
@@ -28,8 +28,8 @@ save
 run tests_st 110 /tmp/t_st hopper few_row mask --test-threads 1
 run lib_st 20 /tmp/l_st swapped_tiles finish_kernels --test-threads 1
 run mutant 60 /tmp/t_mut hopper_runs_exactly --test-threads 1
-run probe_st 20 /tmp/hb_st $A --probe 1,300,96,4100 1,1100,64,4096 2,260,64,4100
-run memcheck 30 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/hb_st $A --reps 1 1,300,200,4100 1,1100,72,4104
+run probe_st 20 /tmp/hb_st $A --probe 1,1100,96,4104 1,600,64,8200 2,260,64,4104
+run memcheck 30 compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/hb_st $A --reps 1 1,1100,200,4104 1,1100,72,4104
 {
 grep -h "^test \|test result\|panicked" /tmp/logs/lib_*.log /tmp/logs/tests_*.log /tmp/logs/mutant.log | grep -v " ok$" | head -30
 grep -h "assert\|relative\|differ" /tmp/logs/mutant.log | head -5

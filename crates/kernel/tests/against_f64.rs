@@ -184,8 +184,8 @@ fn hopper_runs_exactly_where_the_device_has_it() {
         // Tiles enough for every multiprocessor, the weight N-major: f32 computes the product
         // transposed, with no copy (ragged tiles of rows and columns; a bias per row, then a
         // batched weight with a bias per batch).
-        (&[2100, 40], &[40, 2052], &[2100, 2052], false, false),
-        (&[3, 700, 32], &[3, 32, 2052], &[3, 1, 2052], false, false),
+        (&[2100, 40], &[40, 2056], &[2100, 2056], false, false),
+        (&[3, 700, 32], &[3, 32, 2056], &[3, 1, 2056], false, false),
         // A ragged `k` (77) with both operands in the layouts f32 copies K-major first: the
         // copies' rows are padded to 16 bytes.
         (&[200, 77], &[77, 136], &[136], true, false),
@@ -311,7 +311,7 @@ fn hopper_product_runs_exactly_where_the_device_has_it() {
         (&[8, 4104], &[4104, 1000], false, true),
         // Tiles enough for every multiprocessor, the weight N-major: f32 computes the product
         // transposed, with no copy.
-        (&[1100, 64], &[64, 4100], false, false),
+        (&[1100, 64], &[64, 4104], false, false),
     ];
     for precision in hopper_precisions(hopper_device) {
         for &(lhs_shape, rhs_shape, lhs_m_major, rhs_k_major) in problems {
