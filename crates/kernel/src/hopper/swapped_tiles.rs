@@ -417,6 +417,31 @@ mod tests {
         assert!(ring + 1024 + 2 * STAGES * 8 <= 227 * 1024, "{ring} bytes");
     }
 
+    /// Each half stage loads its own steps' fragments (the first and second line of each step,
+    /// 1024 bytes a step) and runs their two MMAs, the `B` descriptor 2 units (32 bytes) a step
+    /// from the stage's.
+    #[test]
+    fn a_half_stage_loads_its_fragments_and_runs_two_k8_mmas() {
+        let first = mma_a_from_shared_ptx(256, 0);
+        let second = mma_a_from_shared_ptx(256, STEPS);
+        for ptx in [&first, &second] {
+            assert_eq!(ptx.matches("wgmma.mma_async").count(), STEPS);
+            assert_eq!(ptx.matches("ld.shared.v2.b32").count(), 2 * STEPS);
+            assert!(ptx.contains("m64n256k8.f32.tf32.tf32 {%0, %1,"));
+            assert!(ptx.contains("%127}, {fmar_a0, fmar_a1, fmar_a2, fmar_a3}, fmar_db"));
+            assert!(ptx.contains("{fmar_a4, fmar_a5, fmar_a6, fmar_a7}, fmar_db"));
+            assert!(ptx.contains("mov.f32 %0, %128;\n") && ptx.contains("mov.b64 fmar_db, %258;"));
+            assert!(ptx.ends_with("wgmma.wait_group.sync.aligned 0;\n}"));
+        }
+        assert!(first.contains("{fmar_a0, fmar_a1}, [%256+0];\n"));
+        assert!(first.contains("{fmar_a6, fmar_a7}, [%257+1024];\n"));
+        assert_eq!(first.matches("add.s64 fmar_db, fmar_db, 2;").count(), 1);
+        assert!(second.contains("{fmar_a0, fmar_a1}, [%256+2048];\n"));
+        assert!(second.contains("{fmar_a6, fmar_a7}, [%257+3072];\n"));
+        assert!(second.contains("add.s64 fmar_db, fmar_db, 4;\nwgmma"));
+        assert!(second.contains("add.s64 fmar_db, fmar_db, 2;\nwgmma"));
+    }
+
     #[test]
     fn it_takes_what_the_swapped_path_leaves_with_tiles_for_every_processor() {
         let dims = |m| Dims {
