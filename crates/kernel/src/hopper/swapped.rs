@@ -62,30 +62,47 @@ const fn cubes_per_processor(warpgroups: usize) -> usize {
 /// Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in), `A` =
 /// `%2R..%2R+15` (four registers a step), the `B` descriptor `%2R+16`, with `R = n / 2`.
 pub(crate) fn mma_a_in_registers_ptx(n: usize) -> String {
+    let a = n;
+    // The MMA's `A` registers are untyped 32-bit words holding the f32 bits (TF32 ignores the
+    // low 13 bits of the mantissa).
+    let fragments = (0..16)
+        .map(|i| format!("mov.b32 fmar_a{i}, %{};\n", a + i))
+        .collect::<String>();
+    mma_steps_ptx(n, 0, 4, &fragments, a + 16)
+}
+
+/// The PTX of `steps` `k8` steps of a stage from step `first_step`: `m64nNk8` TF32 MMAs whose
+/// `A` fragments `fragments` (PTX lines) puts in `fmar_a0..` (four registers a step), then
+/// commit and wait. `D` is `%0..%R-1` (out), `C` `%R..%2R-1` (in), with `R = n / 2`; `db` the
+/// operand of the stage's `B` descriptor, which moves 32 bytes along `k` a step.
+pub(crate) fn mma_steps_ptx(
+    n: usize,
+    first_step: usize,
+    steps: usize,
+    fragments: &str,
+    db: usize,
+) -> String {
     let r = n / 2;
-    let (a, db) = (2 * r, 2 * r + 16);
     let d = (0..r)
         .map(|i| format!("%{i}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut s = String::from(
-        "{\n.reg .b64 fmar_db;\n.reg .b32 fmar_one;\n.reg .b32 fmar_a<16>;\n\
+    let mut s = format!(
+        "{{\n.reg .b64 fmar_db;\n.reg .b32 fmar_one;\n.reg .b32 fmar_a<{}>;\n\
          .reg .pred fmar_acc;\nmov.b32 fmar_one, 1;\nsetp.ne.b32 fmar_acc, fmar_one, 0;\n",
+        4 * steps
     );
     for i in 0..r {
         s.push_str(&format!("mov.f32 %{i}, %{};\n", r + i));
     }
-    // The MMA's `A` registers are untyped 32-bit words holding the f32 bits (TF32 ignores the
-    // low 13 bits of the mantissa).
-    for i in 0..16 {
-        s.push_str(&format!("mov.b32 fmar_a{i}, %{};\n", a + i));
-    }
+    s.push_str(fragments);
     s.push_str("wgmma.fence.sync.aligned;\n");
     s.push_str(&format!("mov.b64 fmar_db, %{db};\n"));
-    for step in 0..4 {
-        if step > 0 {
-            // 32 bytes further along `k` in the 128-byte line (descriptor units of 16 bytes).
-            s.push_str("add.s64 fmar_db, fmar_db, 2;\n");
+    for step in 0..steps {
+        // 32 bytes a step along `k` in the 128-byte line (descriptor units of 16 bytes).
+        let advance = if step == 0 { 2 * first_step } else { 2 };
+        if advance > 0 {
+            s.push_str(&format!("add.s64 fmar_db, fmar_db, {advance};\n"));
         }
         let regs = (0..4)
             .map(|j| format!("fmar_a{}", 4 * step + j))

@@ -27,8 +27,8 @@ use crate::hopper::Epilogue;
 use crate::hopper::few_rows::{bias_vector, finish_vector};
 use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, wait_barrier};
 use crate::hopper::plan::MapLayout;
-use crate::hopper::swapped::{self, CHUNK_K};
-use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
+use crate::hopper::swapped::{self, CHUNK_K, mma_steps_ptx};
+use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring, weight_fragment};
 use crate::hopper::tensor_map;
 use crate::hopper::wgmma::{by_value, descriptor, shared_address};
 use cubecl::client::Client;
@@ -112,18 +112,8 @@ pub(crate) fn swapped_tiles_product<R: Size>(
             rhs_batched,
         );
     } else if (UNIT_POS as usize) < consumer_units {
-        let unit = UNIT_POS as usize;
-        let warpgroup = unit / 128;
-        let warp = unit / 32 % 4;
-        let lane = unit % 32;
-        let (g, q) = (lane / 4, lane % 4);
-        // This unit's weight columns and fragments, as `swapped_tma` lays them out.
-        let a_box = 2 * warpgroup + warp / 2;
-        let group = 2 * (g / 2) + warp % 2;
-        let within = 2 * (g % 2);
-        let box_at = a_box * comptime![BOX_BYTES / 4];
-        let first = (box_at + q * BOX_COLUMNS + (group ^ q) * 4 + within) / 2;
-        let second = (box_at + (q + 4) * BOX_COLUMNS + (group ^ (q + 4)) * 4 + within) / 2;
+        // This unit's fragments, as `swapped_tma` lays them out.
+        let (_, first, second) = weight_fragment(UNIT_POS as usize);
         let a_stage_pairs = comptime![2 * warpgroups * BOX_BYTES / 8];
 
         // The shared addresses of the unit's first pair of the first stage's two lines.
@@ -155,13 +145,10 @@ pub(crate) fn swapped_tiles_product<R: Size>(
             (stage, phase) = next_stage(stage, phase, stages);
         }
 
-        // Derived again after the loop, so that it holds no register through it.
+        // Derived after the loop, so that it holds no register through it.
         let unit = UNIT_POS as usize;
-        let (warp, g) = (unit / 32 % 4, unit % 32 / 4);
-        let col = CUBE_POS_X as usize * comptime![swapped::COLUMNS * warpgroups]
-            + BOX_COLUMNS * (2 * (unit / 128) + warp / 2)
-            + 4 * (2 * (g / 2) + warp % 2)
-            + 2 * (g % 2);
+        let (column, _, _) = weight_fragment(unit);
+        let col = CUBE_POS_X as usize * comptime![swapped::COLUMNS * warpgroups] + column;
         store_tile::<R>(
             bias,
             output,
@@ -185,62 +172,28 @@ pub(crate) fn swapped_tiles_product<R: Size>(
 /// every MMA (C7512); half of them (8) fit.
 pub(crate) const STEPS: usize = 2;
 
-/// The PTX of [`STEPS`] `k8` steps from step `first_step` of a stage: the unit's `A`
-/// fragments of those steps loaded from shared memory, then their `m64nNk8` TF32 MMAs, commit
-/// and wait. Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in),
+/// The PTX of [`STEPS`] `k8` steps from step `first_step` of a stage ([`mma_steps_ptx`]): the
+/// unit's `A` fragments of those steps loaded from shared memory, then their `m64nNk8` TF32
+/// MMAs, commit and wait. Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in),
 /// the shared addresses of the unit's pairs on the stage's first step's two lines `%2R` and
 /// `%2R+1` (each step's are 1024 bytes further), the stage's `B` descriptor `%2R+2`, with
 /// `R = n / 2`. The loads are part of the statement, so the fragments hold registers only
 /// while the MMAs run.
 pub(crate) fn mma_a_from_shared_ptx(n: usize, first_step: usize) -> String {
-    let r = n / 2;
-    let (first, second, db) = (2 * r, 2 * r + 1, 2 * r + 2);
-    let d = (0..r)
-        .map(|i| format!("%{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut s = format!(
-        "{{\n.reg .b64 fmar_db;\n.reg .b32 fmar_one;\n.reg .b32 fmar_a<{}>;\n\
-         .reg .pred fmar_acc;\nmov.b32 fmar_one, 1;\nsetp.ne.b32 fmar_acc, fmar_one, 0;\n",
-        4 * STEPS
-    );
-    for step in 0..STEPS {
-        let (a, at) = (4 * step, 1024 * (first_step + step));
-        s.push_str(&format!(
-            "ld.shared.v2.b32 {{fmar_a{a}, fmar_a{}}}, [%{first}+{at}];\n\
-             ld.shared.v2.b32 {{fmar_a{}, fmar_a{}}}, [%{second}+{at}];\n",
-            a + 1,
-            a + 2,
-            a + 3
-        ));
-    }
-    for i in 0..r {
-        s.push_str(&format!("mov.f32 %{i}, %{};\n", r + i));
-    }
-    s.push_str("wgmma.fence.sync.aligned;\n");
-    s.push_str(&format!("mov.b64 fmar_db, %{db};\n"));
-    for step in 0..STEPS {
-        // 32 bytes further along `k` a step in the 128-byte line (descriptor units of 16 bytes).
-        let advance = 2 * (first_step + step)
-            - if step > 0 {
-                2 * (first_step + step - 1)
-            } else {
-                0
-            };
-        if advance > 0 {
-            s.push_str(&format!("add.s64 fmar_db, fmar_db, {advance};\n"));
-        }
-        let regs = (0..4)
-            .map(|j| format!("fmar_a{}", 4 * step + j))
-            .collect::<Vec<_>>()
-            .join(", ");
-        s.push_str(&format!(
-            "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{d}}}, {{{regs}}}, fmar_db, \
-             fmar_acc, 1, 1;\n"
-        ));
-    }
-    s.push_str("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
-    s
+    let (first, second) = (n, n + 1);
+    let fragments = (0..STEPS)
+        .map(|step| {
+            let (a, at) = (4 * step, 1024 * (first_step + step));
+            format!(
+                "ld.shared.v2.b32 {{fmar_a{a}, fmar_a{}}}, [%{first}+{at}];\n\
+                 ld.shared.v2.b32 {{fmar_a{}, fmar_a{}}}, [%{second}+{at}];\n",
+                a + 1,
+                a + 2,
+                a + 3
+            )
+        })
+        .collect::<String>();
+    mma_steps_ptx(n, first_step, STEPS, &fragments, n + 2)
 }
 
 /// [`STEPS`] `k8` steps of a stage's MMAs from step `first_step` into `acc` (the `R = N / 2`

@@ -119,21 +119,9 @@ pub(crate) fn swapped_tma_partials<R: Size>(
         );
     } else if (UNIT_POS as usize) < consumer_units {
         let unit = UNIT_POS as usize;
-        let warpgroup = unit / 128;
-        let warp = unit / 32 % 4;
-        let lane = unit % 32;
-        let (g, q) = (lane / 4, lane % 4);
-        // This unit's weight columns: box `2 warpgroup + warp / 2`, 16-byte group
-        // `2 (g / 2) + warp % 2` of its lines, the group's first or second pair.
-        let a_box = 2 * warpgroup + warp / 2;
-        let group = 2 * (g / 2) + warp % 2;
-        let within = 2 * (g % 2);
-        let col = col0 + BOX_COLUMNS * a_box + 4 * group + within;
-        // Its pairs in a stage (in pairs of f32): lines `8 t + q` and `8 t + q + 4` of the box
-        // (`t` the `k8` step, 256 f32 further each), each at its swizzled group.
-        let box_at = a_box * comptime![BOX_BYTES / 4];
-        let first = (box_at + q * BOX_COLUMNS + (group ^ q) * 4 + within) / 2;
-        let second = (box_at + (q + 4) * BOX_COLUMNS + (group ^ (q + 4)) * 4 + within) / 2;
+        let q = unit % 4;
+        let (column, first, second) = weight_fragment(unit);
+        let col = col0 + column;
         let a_stage_pairs = comptime![2 * warpgroups * BOX_BYTES / 8];
 
         let b_base = descriptor(shared_address::<f32>(&smem_b), 16u64, 1024u64);
@@ -167,6 +155,27 @@ pub(crate) fn swapped_tma_partials<R: Size>(
 
         store_partials::<R>(partials, acc, slice, batch, col, q, m, n, rows);
     }
+}
+
+/// Where consumer unit `unit` (of the cube's warpgroups, 128 each) finds its `A` fragments: its
+/// weight columns (the first of its two, from the cube's first) and, in pairs of f32 from a
+/// stage's first weight box, its pairs on lines `q` and `q + 4` of the first `k8` step (each
+/// step's 128 pairs further). Warpgroup `w` takes boxes `2 w` and `2 w + 1`; a unit of warp
+/// `v`, lane `4 g + q`, takes box `2 w + v / 2`, 16-byte group `2 (g / 2) + v % 2` of its lines
+/// (at its swizzled place on each line), the group's first or second pair.
+#[cube]
+pub(crate) fn weight_fragment(unit: usize) -> (usize, usize, usize) {
+    let warpgroup = unit / 128;
+    let warp = unit / 32 % 4;
+    let lane = unit % 32;
+    let (g, q) = (lane / 4, lane % 4);
+    let a_box = 2 * warpgroup + warp / 2;
+    let group = 2 * (g / 2) + warp % 2;
+    let within = 2 * (g % 2);
+    let box_at = a_box * comptime![BOX_BYTES / 4];
+    let first = (box_at + q * BOX_COLUMNS + (group ^ q) * 4 + within) / 2;
+    let second = (box_at + (q + 4) * BOX_COLUMNS + (group ^ (q + 4)) * 4 + within) / 2;
+    (BOX_COLUMNS * a_box + 4 * group + within, first, second)
 }
 
 /// The producer unit of a ring whose stages hold `boxes` boxes of the weight (`[32 k][32
