@@ -2,13 +2,12 @@
 # One device call that checks and times `swapped_tiles` (f32 above 128 rows with an N-major
 # weight, computed transposed over whole 128 x 256 tiles: the weight the TF32 MMAs' register
 # operand, no K-major copy) against the path it replaces. From the repository root, with OUT
-# set, `.gpu/st.tar.xz` holding, built with `--features cuda`:
+# set and `.gpu/st.tar.xz` as `build-tf32-tiles.sh` packs it:
 #   hb_st, t_st, l_st: the kernel bench (`hopper_bench`), `against_f64` and the kernel crate's
-#                      lib tests, with `swapped_tiles::SELECTED` on;
-#   t_mut:             `against_f64` of the same tree with the bias dropped from
-#                      `swapped_tiles`' epilogue (a mutant the tests must catch);
-#   hb_lk:             the kernel bench with `SELECTED` off (the K-major copy, then the main
-#                      kernel).
+#                      lib tests, with `swapped_tiles` selected;
+#   t_mut:             `against_f64` of a mutant whose `swapped_tiles` epilogue drops the bias
+#                      (the tests must catch it);
+#   hb_lk:             the kernel bench without it (the K-major copy, then the main kernel).
 # Copy this script into the run's record as its call.sh.
 set -u
 T0=$(date +%s)

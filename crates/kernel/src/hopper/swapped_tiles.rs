@@ -17,8 +17,8 @@
 //! MMAs now run in two statements of two `k8` steps, each loading its own fragments: 162
 //! registers, no spills, two waits a stage ([`STEPS`]).
 //!
-//! Not selected yet ([`SELECTED`]): built and checked offline (the CUDA source, the resource
-//! report and the SASS), not yet run on a device.
+//! Not selected yet ([`SELECTED`], unless built for trying it): built and checked offline (the
+//! CUDA source, the resource report and the SASS), not yet run on a device.
 
 use crate::Operands;
 use crate::common::address_type;
@@ -35,9 +35,10 @@ use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
 
-/// Whether the launch runs this path where it [`takes`] the problem. Off until it has been
-/// checked and timed on a device against the K-major copy and the main kernel.
-pub(crate) const SELECTED: bool = false;
+/// Whether the launch runs this path where it [`takes`] the problem: only in a build made with
+/// `FMAR_SWAPPED_TILES` set, until it has been checked and timed on a device against the
+/// K-major copy and the main kernel (`bench/scripts/build-tf32-tiles.sh`).
+pub(crate) const SELECTED: bool = option_env!("FMAR_SWAPPED_TILES").is_some();
 /// Rows of a tile: the MMA's `n`, its largest.
 pub(crate) const ROWS: usize = 256;
 /// Consumer warpgroups a cube, each [`swapped::COLUMNS`] weight columns.
