@@ -740,7 +740,7 @@ fn store_mask_words(
 /// Synchronises the 128 units of consumer warpgroup `warpgroup` (named barrier `1 +
 /// warpgroup`; barrier 0 is the whole cube's, which the producer never joins).
 #[cube]
-fn warpgroup_barrier(warpgroup: u32) {
+pub(crate) fn warpgroup_barrier(warpgroup: u32) {
     let id = warpgroup + 1;
     gpu_asm!("bar.sync {id}, 128;", id = in(_) id);
 }

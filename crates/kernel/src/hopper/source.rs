@@ -464,8 +464,8 @@ fn swapped_tma_kernels_compile_to_cuda_with_register_a_mmas() {
     }
 }
 
-/// The transposed product over whole tiles, at each epilogue it takes and either bias: eight
-/// TF32 MMAs of the tile's rows a stage with `A` in registers (four a warpgroup), its stages filled by
+/// The transposed product over whole tiles, at each epilogue and either bias: eight TF32 MMAs
+/// of the tile's rows a stage with `A` in registers (four a warpgroup), its stages filled by
 /// 3-d TMA copies from the tile's first row.
 #[test]
 fn swapped_tile_kernels_compile_to_cuda_with_register_a_mmas() {
@@ -474,6 +474,7 @@ fn swapped_tile_kernels_compile_to_cuda_with_register_a_mmas() {
         (Epilogue::Plain, false),
         (Epilogue::BiasRelu, true),
         (Epilogue::BiasRelu, false),
+        (Epilogue::BiasReluMask, true),
     ] {
         let settings = cube_settings(128 * WARPGROUPS as u32 + 32);
         let definition = SwappedTilesProduct::new(
@@ -482,6 +483,7 @@ fn swapped_tile_kernels_compile_to_cuda_with_register_a_mmas() {
             Arc::new(Default::default()),
             (),
             (),
+            tensor_arg(),
             tensor_arg(),
             tensor_arg(),
             (),
@@ -507,6 +509,15 @@ fn swapped_tile_kernels_compile_to_cuda_with_register_a_mmas() {
             "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
         ] {
             assert!(source.contains(&needle), "{name}: no `{needle}`");
+        }
+        // The mask's words: a warp's half over its lanes, the halves met behind a warpgroup's
+        // barrier.
+        for needle in ["__shfl_xor_sync", "bar.sync"] {
+            assert_eq!(
+                source.contains(needle),
+                epilogue == Epilogue::BiasReluMask,
+                "{name}: `{needle}`"
+            );
         }
     }
 }

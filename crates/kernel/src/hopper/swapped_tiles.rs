@@ -9,8 +9,9 @@
 //! an H200), no partial sums.
 //!
 //! It takes the layouts `swapped_tma` takes (`lhs` K-major, every stride but the last a
-//! multiple of 16 bytes) and the epilogues without the ReLU mask: the mask's 32-column words
-//! would span two warps' columns here. Elsewhere the main kernel runs on a K-major copy.
+//! multiple of 16 bytes); elsewhere the main kernel runs on a K-major copy. Under the ReLU
+//! mask's epilogue a mask word's 32 columns are two warps' 16: each warp ORs its half over its
+//! lanes, and the two halves meet in shared memory.
 //!
 //! Registers: a whole stage's `A` fragments (16) beside the 128 accumulators of a 256-row tile
 //! took 166 registers with spills, and the assembler serialised every MMA (C7512); the stage's
@@ -25,6 +26,7 @@ use crate::common::address_type;
 use crate::contract::Dims;
 use crate::hopper::Epilogue;
 use crate::hopper::few_rows::{bias_vector, finish_vector};
+use crate::hopper::kernel::warpgroup_barrier;
 use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, wait_barrier};
 use crate::hopper::plan::MapLayout;
 use crate::hopper::swapped::{self, CHUNK_K, mma_steps_ptx};
@@ -64,6 +66,7 @@ pub(crate) fn swapped_tiles_product<R: Size>(
     rhs: &TensorMap<f32, Tiled>,
     bias: &Tensor<f32>,
     output: &mut Tensor<f32>,
+    mask: &mut Tensor<u32>,
     m: u32,
     n: u32,
     k: u32,
@@ -91,6 +94,13 @@ pub(crate) fn swapped_tiles_product<R: Size>(
     );
     let smem_b = Shared::<[f32]>::new_aligned_slice(comptime![stages * rows * CHUNK_K], 1024usize);
     let (full, empty) = ring_barriers(stages, comptime![consumer_units as u32]);
+    // Under the mask's epilogue, each warp's half of every mask word of its weight box (a
+    // word's 32 columns are two warps' 16), `[box][warp parity][row]`.
+    let mut halves = Shared::<[u32]>::new_slice(comptime![if epilogue.writes_mask() {
+        4 * warpgroups * rows
+    } else {
+        1
+    }]);
 
     if UNIT_POS as usize == consumer_units {
         fill_weight_ring(
@@ -153,11 +163,13 @@ pub(crate) fn swapped_tiles_product<R: Size>(
         store_tile::<R>(
             bias,
             output,
+            mask,
+            &mut halves,
             acc,
             CUBE_POS_Z as usize,
             CUBE_POS_Y as usize * rows,
             col,
-            unit % 4,
+            unit,
             m,
             n,
             rows,
@@ -227,20 +239,26 @@ fn mma_steps_a_from_shared<R: Size>(
     out
 }
 
-/// Stores a unit's sums (`acc`, the MMA's result for the unit of lane `4 g + quad`), finished
-/// as `epilogue` says, into the dense output (`[batch * m, n]`): the result's column
-/// `8 j + 2 quad (+ 1)` is row `row0 + r` of the output, and its rows `g` and `g + 8` are the
-/// weight's columns `col` and `col + 1`. Rows past `m` and columns past `n` are not stored.
+/// Stores the sums of consumer unit `unit` (`acc`, the MMA's result for the unit of lane
+/// `4 g + q`), finished as `epilogue` says, into the dense output (`[batch * m, n]`): the
+/// result's column `8 j + 2 q (+ 1)` is row `row0 + r` of the output, and its rows `g` and
+/// `g + 8` are the weight's columns `col` and `col + 1`. Rows past `m` and columns past `n` are
+/// not stored. Under the mask's epilogue, the ReLU mask's words of the tile's rows too: each
+/// warp ORs its 16 columns' bits of a row over its lanes, the two warps of a weight box meet in
+/// `halves` (`[box][warp parity][row]`), and each warp then stores half of the box's rows'
+/// words. Every unit of both warpgroups takes part (the shuffles and the warpgroup barrier).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn store_tile<R: Size>(
     bias: &Tensor<f32>,
     output: &mut Tensor<f32>,
+    mask: &mut Tensor<u32>,
+    halves: &mut [u32],
     acc: Vector<f32, R>,
     batch: usize,
     row0: usize,
     col: usize,
-    quad: usize,
+    unit: usize,
     m: usize,
     n: usize,
     #[comptime] rows: usize,
@@ -248,6 +266,10 @@ fn store_tile<R: Size>(
     #[comptime] bias_row_broadcast: bool,
 ) {
     let rank = output.rank();
+    let (warp, lane) = (unit / 32, unit % 32);
+    let quad = lane % 4;
+    // The warp's weight box in the cube (two warps a box) and its half of it.
+    let (a_box, parity) = (warp / 2, warp % 2);
     // A bias the same for every row: this unit's two columns', read once.
     let mut row_biases = Vector::<f32, Const<2>>::new(0.0);
     if comptime![epilogue.bias_relu() && bias_row_broadcast] {
@@ -263,7 +285,9 @@ fn store_tile<R: Size>(
     for j in 0..comptime![rows / 8] {
         #[unroll]
         for dr in 0..2usize {
-            let r = row0 + 8 * j + 2 * quad + dr;
+            let within = 8 * j + 2 * quad + dr;
+            let r = row0 + within;
+            let mut bits = 0u32;
             if r < m {
                 let at = (batch * m + r) * n + col;
                 #[unroll]
@@ -278,7 +302,7 @@ fn store_tile<R: Size>(
                                     bias_vector::<f32, Const<1>>(bias, rank, batch, r, col + c);
                             }
                         }
-                        let (value, _) = finish_vector::<f32, Const<1>>(
+                        let (value, word_bits) = finish_vector::<f32, Const<1>>(
                             Vector::<f32, Const<1>>::new(
                                 acc.extract(comptime![4 * j + 2 * c + dr]),
                             ),
@@ -287,21 +311,45 @@ fn store_tile<R: Size>(
                             epilogue,
                         );
                         output[at + c] = value.extract(0usize);
+                        bits |= word_bits;
                     }
                 }
+            }
+            if comptime![epilogue.writes_mask()] {
+                // The eight lanes of quad `q` hold the warp's 16 columns of row `within`.
+                bits |= plane_shuffle_xor(bits, 4u32);
+                bits |= plane_shuffle_xor(bits, 8u32);
+                bits |= plane_shuffle_xor(bits, 16u32);
+                if lane < 4 {
+                    halves[(2 * a_box + parity) * rows + within] = bits;
+                }
+            }
+        }
+    }
+    if comptime![epilogue.writes_mask()] {
+        warpgroup_barrier((warp / 4) as u32);
+        let row_words = mask.shape(mask.rank() - 1);
+        // The box's word of a row (the unit's columns are in it).
+        let word = col / 32;
+        #[unroll]
+        for i in 0..comptime![rows / 64] {
+            let within = parity * comptime![rows / 2] + i * 32 + lane;
+            let r = row0 + within;
+            if r < m && word < row_words {
+                let box_rows = 2 * a_box * rows + within;
+                mask[(batch * m + r) * row_words + word] =
+                    halves[box_rows] | halves[box_rows + rows];
             }
         }
     }
 }
 
-/// Whether this path takes the problem: more than 128 rows, an epilogue without the ReLU mask,
-/// tiles enough for every one of the device's `processors` multiprocessors (one cube each at
+/// Whether this path takes the problem: more than 128 rows, tiles enough for every one of the device's `processors` multiprocessors (one cube each at
 /// a time; with fewer, the main kernel splits `k`), and a grid within 65,535 tiles along `m`
 /// and batches along z.
-pub(crate) fn takes(dims: &Dims, epilogue: Epilogue, processors: usize) -> bool {
+pub(crate) fn takes(dims: &Dims, processors: usize) -> bool {
     let tiles = dims.n.div_ceil(COLUMNS) * dims.m.div_ceil(ROWS) * dims.batch;
     dims.m >= FEWEST_ROWS
-        && !epilogue.writes_mask()
         && tiles >= processors
         && dims.m.div_ceil(ROWS) <= u16::MAX as usize
         && dims.batch <= u16::MAX as usize
@@ -315,9 +363,10 @@ pub(crate) fn launch(
     dtype: ElemType,
     dims: Dims,
     epilogue: Epilogue,
+    mask: TensorBinding,
     (lhs_layout, rhs_layout): (MapLayout, MapLayout),
 ) {
-    debug_assert!(takes(&dims, epilogue, 1));
+    debug_assert!(takes(&dims, 1));
     let address_type = address_type(&ops, dtype, 0);
     let rank = ops.bias.shape.len();
     let bias_row_broadcast =
@@ -325,8 +374,9 @@ pub(crate) fn launch(
     let lhs_map = tensor_map(&ops.lhs, &lhs_layout, [1, ROWS, CHUNK_K], dtype);
     let rhs_map = tensor_map(&ops.rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
     // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes, filling
-    // past the edges with zeros; the kernel reads the bias inside its shape and writes each
-    // element of the dense output once, inside its rows and columns.
+    // past the edges with zeros; the kernel reads the bias inside its shape, writes each
+    // element of the dense output once, inside its rows and columns, and under the mask's
+    // epilogue each of the mask's words once (the caller checked its layout).
     unsafe {
         swapped_tiles_product::launch_unchecked(
             client,
@@ -342,6 +392,7 @@ pub(crate) fn launch(
             rhs_map,
             ops.bias.into_tensor_arg(),
             ops.out.into_tensor_arg(),
+            mask.into_tensor_arg(),
             dims.m as u32,
             dims.n as u32,
             dims.k as u32,
@@ -405,11 +456,10 @@ mod tests {
             batch: 1,
         };
         // 32 column blocks: 5 tiles of rows fill 132 multiprocessors, 4 do not.
-        assert!(!takes(&dims(128), Epilogue::BiasRelu, 32));
-        assert!(takes(&dims(129), Epilogue::BiasRelu, 32));
-        assert!(!takes(&dims(1024), Epilogue::BiasRelu, 132));
-        assert!(takes(&dims(1025), Epilogue::BiasRelu, 132));
-        assert!(takes(&dims(4096), Epilogue::Plain, 132));
-        assert!(!takes(&dims(4096), Epilogue::BiasReluMask, 132));
+        assert!(!takes(&dims(128), 32));
+        assert!(takes(&dims(129), 32));
+        assert!(!takes(&dims(1024), 132));
+        assert!(takes(&dims(1025), 132));
+        assert!(takes(&dims(4096), 132));
     }
 }
