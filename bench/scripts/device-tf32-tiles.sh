@@ -38,5 +38,6 @@ echo "elapsed $(( $(date +%s) - T0 )) s"
 } >> $OUT/summary.txt
 save
 ab 2
-{ for f in /tmp/logs/ab*_2.log; do echo "== $f"; grep -h "RESULT\|panic" $f | cut -c1-80; done; echo "elapsed $(( $(date +%s) - T0 )) s"; } >> $OUT/summary.txt
+for b in hb_lk hb_st; do run mask_$b 40 /tmp/$b $A --mask --reps 100 1,4096,4096,4096 1,2048,4096,4096; done
+{ for f in /tmp/logs/ab*_2.log /tmp/logs/mask_hb_*.log; do echo "== $f"; grep -h "RESULT\|panic" $f | cut -c1-80; done; echo "elapsed $(( $(date +%s) - T0 )) s"; } >> $OUT/summary.txt
 save
