@@ -142,7 +142,6 @@ pub(crate) fn launch(
             && allow_tf32
             && swapped_tiles::takes(&dims, processors(client))
             && let Some(layouts) = swapped::tma_layouts(&ops)
-            && dims.m * dims.n * dims.batch <= u32::MAX as usize
         {
             swapped_tiles::launch(client, ops, dtype, dims, epilogue, mask_arg, layouts);
             return Ok(());
@@ -202,7 +201,6 @@ pub(crate) fn launch(
         plan.lhs_major == LhsMajor::K,
     );
     let split_k = splits > 1;
-    let rank = ops.bias.shape.len();
     let config = KernelConfig {
         tile,
         lhs_m_major: plan.lhs_major == LhsMajor::M,
@@ -210,8 +208,7 @@ pub(crate) fn launch(
         lhs_batched: plan.lhs.batched,
         rhs_batched: plan.rhs.batched,
         operand,
-        bias_row_broadcast: epilogue.bias_relu()
-            && (ops.bias.strides[rank - 2] == 0 || dims.m == 1),
+        bias_row_broadcast: bias_row_broadcast(&ops.bias, &dims, epilogue),
         splits,
         epilogue,
     };
@@ -283,6 +280,13 @@ pub(crate) fn launch(
         );
     }
     Ok(())
+}
+
+/// Whether the epilogue adds one bias row to every output row (a bias broadcast along the
+/// rows, or a single row), which a kernel then reads once per column rather than per element.
+fn bias_row_broadcast(bias: &TensorBinding, dims: &Dims, epilogue: Epilogue) -> bool {
+    let rank = bias.shape.len();
+    epilogue.bias_relu() && (bias.strides[rank - 2] == 0 || dims.m == 1)
 }
 
 /// The device's multiprocessors, which the schedules spread work over.

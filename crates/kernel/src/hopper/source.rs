@@ -453,14 +453,20 @@ fn swapped_tma_kernels_compile_to_cuda_with_register_a_mmas() {
         let name = format!("swapped_tma_{rows}");
         let source = compile(definition, &name);
         dump(&format!("{name}.cu"), &source);
-        for needle in [
-            format!("wgmma.mma_async.sync.aligned.m64n{rows}k8.f32.tf32.tf32"),
-            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                .to_string(),
-            "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
-        ] {
-            assert!(source.contains(&needle), "{name}: no `{needle}`");
-        }
+        assert_register_a_mmas_fed_by_tma(&source, &name, rows);
+    }
+}
+
+/// A transposed product's source (`name`): TF32 MMAs of `n` columns with `A` in registers,
+/// its stages filled by 3-d TMA copies that complete on the stages' mbarriers.
+fn assert_register_a_mmas_fed_by_tma(source: &str, name: &str, n: usize) {
+    for needle in [
+        format!("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32"),
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            .to_string(),
+        "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
+    ] {
+        assert!(source.contains(&needle), "{name}: no `{needle}`");
     }
 }
 
@@ -502,14 +508,7 @@ fn swapped_tile_kernels_compile_to_cuda_with_register_a_mmas() {
         let name = format!("swapped_tiles_{epilogue:?}_{row_broadcast}");
         let source = compile(definition, &name);
         dump(&format!("{name}.cu"), &source);
-        for needle in [
-            format!("wgmma.mma_async.sync.aligned.m64n{ROWS}k8.f32.tf32.tf32"),
-            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                .to_string(),
-            "mbarrier.arrive.expect_tx.shared::cta.b64".to_string(),
-        ] {
-            assert!(source.contains(&needle), "{name}: no `{needle}`");
-        }
+        assert_register_a_mmas_fed_by_tma(&source, &name, ROWS);
         // The mask's words: a warp's half over its lanes, the halves met behind a warpgroup's
         // barrier.
         for needle in ["__shfl_xor_sync", "bar.sync"] {

@@ -31,8 +31,8 @@ use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, 
 use crate::hopper::plan::MapLayout;
 use crate::hopper::swapped::{self, CHUNK_K, mma_steps_ptx};
 use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring, weight_fragment};
-use crate::hopper::tensor_map;
 use crate::hopper::wgmma::{by_value, descriptor, shared_address};
+use crate::hopper::{bias_row_broadcast, tensor_map};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
@@ -125,12 +125,11 @@ pub(crate) fn swapped_tiles_product<R: Size>(
     } else if (UNIT_POS as usize) < consumer_units {
         // This unit's fragments, as `swapped_tma` lays them out.
         let (_, first, second) = weight_fragment(UNIT_POS as usize);
-        let a_stage_pairs = comptime![2 * warpgroups * BOX_BYTES / 8];
 
         // The shared addresses of the unit's first pair of the first stage's two lines.
         let a_ring = shared_address::<Vector<f32, Const<2>>>(&smem_a);
         let (a_first, a_second) = (a_ring + first as u32 * 8, a_ring + second as u32 * 8);
-        let a_stage_bytes = comptime![(a_stage_pairs * 8) as u32];
+        let a_stage_bytes = comptime![(2 * warpgroups * BOX_BYTES) as u32];
         let b_base = descriptor(shared_address::<f32>(&smem_b), 16u64, 1024u64);
         let b_stage_step = comptime![(rows * CHUNK_K * 4 / 16) as u64];
         let mut stage = 0u32;
@@ -187,10 +186,10 @@ pub(crate) const STEPS: usize = 2;
 
 /// The PTX of [`STEPS`] `k8` steps from step `first_step` of a stage ([`mma_steps_ptx`]): the
 /// unit's `A` fragments of those steps loaded from shared memory, then their `m64nNk8` TF32
-/// MMAs, commit and wait. Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in),
-/// the shared addresses of the unit's pairs on the stage's first step's two lines `%2R` and
-/// `%2R+1` (each step's are 1024 bytes further), the stage's `B` descriptor `%2R+2`, with
-/// `R = n / 2`. The loads are part of the statement, so the fragments hold registers only
+/// MMAs, commit and wait. Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` =
+/// `%R..%2R-1` (in), the shared addresses of the unit's pairs on the stage's first step's two
+/// lines `%2R` and `%2R+1` (each step's are 1024 bytes further), the stage's `B` descriptor
+/// `%2R+2`, with `R = n / 2`. The loads are part of the statement, so the fragments hold registers only
 /// while the MMAs run.
 pub(crate) fn mma_a_from_shared_ptx(n: usize, first_step: usize) -> String {
     let (first, second) = (n, n + 1);
@@ -344,15 +343,17 @@ fn store_tile<R: Size>(
     }
 }
 
-/// Whether this path takes the problem: more than 128 rows, tiles enough for every one of the device's `processors` multiprocessors (one cube each at
-/// a time; with fewer, the main kernel splits `k`), and a grid within 65,535 tiles along `m`
-/// and batches along z.
+/// Whether this path takes the problem: more than 128 rows, tiles enough for every one of the
+/// device's `processors` multiprocessors (one cube each at a time; with fewer, the main kernel
+/// splits `k`), a grid within 65,535 tiles along `m` and batches along z, and an output the
+/// kernel's 32-bit indices reach (at most `2^32` elements).
 pub(crate) fn takes(dims: &Dims, processors: usize) -> bool {
     let tiles = dims.n.div_ceil(COLUMNS) * dims.m.div_ceil(ROWS) * dims.batch;
     dims.m >= FEWEST_ROWS
         && tiles >= processors
         && dims.m.div_ceil(ROWS) <= u16::MAX as usize
         && dims.batch <= u16::MAX as usize
+        && dims.m * dims.n * dims.batch <= u32::MAX as usize
 }
 
 /// Runs the tiles on `layouts` (`lhs`'s map layout, the weight's), which the TMA engine can
@@ -368,9 +369,7 @@ pub(crate) fn launch(
 ) {
     debug_assert!(takes(&dims, 1));
     let address_type = address_type(&ops, dtype, 0);
-    let rank = ops.bias.shape.len();
-    let bias_row_broadcast =
-        epilogue.bias_relu() && (ops.bias.strides[rank - 2] == 0 || dims.m == 1);
+    let bias_row_broadcast = bias_row_broadcast(&ops.bias, &dims, epilogue);
     let lhs_map = tensor_map(&ops.lhs, &lhs_layout, [1, ROWS, CHUNK_K], dtype);
     let rhs_map = tensor_map(&ops.rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
     // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes, filling
@@ -461,5 +460,15 @@ mod tests {
         assert!(!takes(&dims(1024), 132));
         assert!(takes(&dims(1025), 132));
         assert!(takes(&dims(4096), 132));
+        // More than 2^32 output elements: 32-bit indices would wrap.
+        assert!(!takes(
+            &Dims {
+                m: 1 << 20,
+                n: 1 << 13,
+                k: 64,
+                batch: 1
+            },
+            132
+        ));
     }
 }

@@ -180,10 +180,11 @@ pub(crate) fn weight_fragment(unit: usize) -> (usize, usize, usize) {
 
 /// The producer unit of a ring whose stages hold `boxes` boxes of the weight (`[32 k][32
 /// columns]` from column `col0`, [`BOX_BYTES`] apart from `weight_ring`) beside `lhs`'s rows at
-/// the stage's 32 `k` (a `[rows][32 k]` box from row `row0`, `rows_stage_bytes` apart from `rows_ring`, of
-/// which the copy fills `rows_copy_bytes`): for each of `chunks` stages from `k_first`, it
-/// waits for the consumers to hand the stage back (`empty`), has the TMA engine copy the boxes
-/// and the rows, and arrives on the stage's `full` barrier expecting their bytes. Shared by
+/// the stage's 32 `k` (a `[rows][32 k]` box from row `row0`, `rows_stage_bytes` apart from
+/// `rows_ring`, of which the copy fills `rows_copy_bytes`): for each of `chunks` stages from
+/// `k_first`, it waits for the consumers to hand the stage back (`empty`), has the TMA engine
+/// copy the boxes and the rows, and arrives on the stage's `full` barrier expecting their
+/// bytes. Shared by
 /// the transposed product and [`few_rows_tma`](super::few_rows_tma).
 #[cube]
 #[allow(clippy::too_many_arguments)]
