@@ -16,7 +16,7 @@
 //! | `few_rows_cluster` | the same product in one launch at up to 8 rows, where the column blocks fill the device and the weight is at most 128 MiB: a cluster of two cubes splits `k`, the first adds the other's sums from its shared memory and finishes |
 //! | `swapped` | f32 at 9 to 128 rows with an N-major `rhs`: TF32 MMAs on the transposed product, the weight as the MMA's register operand, no copy; fed by `cp.async` where the TMA engine cannot read the operands |
 //! | `swapped_tma` | the same product fed by the TMA engine, a producer unit and mbarriers |
-//! | `swapped_tiles` | f32 above 128 rows with an N-major `rhs`: the same transposed product over whole 256-row tiles, finished in the kernel, no copy (where the TMA engine can read both operands); not selected yet |
+//! | `swapped_tiles` | f32 above 128 rows with an N-major `rhs`: the same transposed product over whole 256-row tiles, finished in the kernel, no copy (where the TMA engine can read both operands) |
 //!
 //! The same kernel also runs plain products (`out = lhs @ rhs`, [`Epilogue::Plain`]), which
 //! the backward's gradient products use through [`launch_product`](crate::launch_product).
@@ -138,8 +138,7 @@ pub(crate) fn launch(
         }
         // Above 128 rows, whole tiles of the same transposed product, where the TMA engine
         // can read both operands, save the weight's K-major copy.
-        if swapped_tiles::SELECTED
-            && allow_tf32
+        if allow_tf32
             && swapped_tiles::takes(&dims, processors(client))
             && let Some(layouts) = swapped::tma_layouts(&ops)
         {

@@ -1,4 +1,6 @@
 #!/bin/bash
+# (A record: at commit d73b630, which selected `swapped_tiles` only in a build made with
+# `FMAR_SWAPPED_TILES` set. Later commits select it always.)
 # Builds, here, what `device-tf32-tiles.sh` runs on the device, and packs it as
 # `.gpu/st.tar.xz`: the kernel bench with and without `swapped_tiles` selected (`hb_st`,
 # `hb_lk`), `against_f64` and the kernel crate's lib tests with it (`t_st`, `l_st`), and
