@@ -187,7 +187,7 @@ fn hopper_runs_exactly_where_the_device_has_it() {
         (&[2100, 40], &[40, 2056], &[2100, 2056], false, false),
         (&[3, 700, 32], &[3, 32, 2056], &[3, 1, 2056], false, false),
         // A `Linear` over batched rows: one weight for every batch (its batch stride 0).
-        (&[3, 600, 40], &[40, 2056], &[2056], false, false),
+        (&[3, 600, 40], &[1, 40, 2056], &[2056], false, false),
         // A ragged `k` (77) with both operands in the layouts f32 copies K-major first: the
         // copies' rows are padded to 16 bytes.
         (&[200, 77], &[77, 136], &[136], true, false),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `hopper_runs_exactly_where_the_device_has_it` with a new case that reaches `swapped_tiles`
-# with one weight for every batch (`[3, 600, 40] x [40, 2056]`), from the tree after 5eab46e
-# (`t_new`), and a mutant whose launch reads that weight as batched (`t_bmut`: it must fail on
+# with one weight for every batch (`[3, 600, 40] x [1, 40, 2056]`), of main (`t_new`), and a
+# mutant whose launch reads that weight as batched (`t_bmut`: it must fail on
 # the new case), side by side; on an H200, then the f32 table through Burn (`fmar-bench` of
 # 6f00a94, `--features cuda-nvrtc`) and PyTorch's anchor of the same shapes.
 set -u
