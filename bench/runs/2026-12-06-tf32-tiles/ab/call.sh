@@ -2,7 +2,7 @@
 # One device call: `swapped_tiles` as main has it against the persistent form, the paired
 # stores and the two together (`.gpu/ab.tar.xz`, packed by `build.sh` beside this script).
 # A hang check of each build first, then the kernel alone at the shapes it takes, two rounds in
-# turn, then the kernel tests of the changed builds side by side (`hopper_runs_exactly`, the
+# turn, then the kernel tests of each build side by side (`hopper_runs_exactly`, the
 # mask's test), the mutant of `both` (its bias dropped: it must fail), the layout probe at
 # shapes exact under TF32 with several tiles a cube, racecheck and memcheck of `both`.
 set -u
@@ -22,7 +22,7 @@ for b in main both; do run mask_$b 40 /tmp/hb_$b $A --mask --reps 100 1,4096,409
 { for f in /tmp/logs/ab_*.log /tmp/logs/mask_*.log; do echo "== $f"; grep -h "RESULT\|panic" $f | cut -c1-80; done; echo "elapsed $(( $(date +%s) - T0 )) s"; } >> $OUT/summary.txt
 save
 side() { local name=$1; shift; local s=$(date +%s); timeout 200 "$@" > /tmp/logs/$name.log 2>&1; echo "$name rc=$? $(( $(date +%s) - s ))s" >> $OUT/summary.txt; }
-for b in persistent pairs both; do side tests_$b /tmp/t_$b hopper_runs_exactly mask --test-threads 1 & done
+for b in main persistent pairs both; do side tests_$b /tmp/t_$b hopper_runs_exactly mask --test-threads 1 & done
 side mutant /tmp/t_mut hopper_runs_exactly --test-threads 1 &
 wait
 P="1,17000,8,256 3,6000,8,256 1,34000,16,128 4,8500,32,64"
