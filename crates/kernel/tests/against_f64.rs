@@ -471,8 +471,8 @@ fn mask_follows_the_stored_output_and_gates_the_gradient() {
         // Enough rows for the bias gradient's partial sums to span several of each unit's steps.
         (&[1, 1100, 40], &[1, 40, 72], &[72]),
         // More than 128 rows and a tile for every multiprocessor (f32: the transposed product
-        // over whole tiles where a build selects it, whose two warps of a weight box each hold
-        // half of a mask word; ragged rows and columns).
+        // over whole tiles, whose two warps of a weight box each hold half of a mask word;
+        // ragged rows and columns).
         (&[1, 1100, 40], &[1, 40, 4104], &[4104]),
     ];
     let precisions: Vec<Precision> = [Precision::F32, Precision::F16, Precision::BF16]

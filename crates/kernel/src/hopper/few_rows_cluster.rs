@@ -34,8 +34,9 @@
 //! cube's shared memory with `st.async`, which completes their bytes on `landed`, where the
 //! first cube's column units wait. Measured on an H100 against released cluster barriers around
 //! plain remote stores (four rounds in two calls): 0.0279-0.0284 ms against 0.0290-0.0295 at one
-//! row, 0.0314-0.0319 against 0.0328-0.0332 at 8 rows. Two earlier orders ran as fast but did not finish under
-//! racecheck: the first cube expecting the bytes at set-up, and signalling `ready` at set-up.
+//! row, 0.0314-0.0319 against 0.0328-0.0332 at 8 rows. Two earlier orders ran as fast but did
+//! not finish under racecheck: the first cube expecting the bytes at set-up, and signalling
+//! `ready` at set-up.
 
 use crate::hopper::Epilogue;
 use crate::hopper::cluster::{

@@ -186,8 +186,8 @@ pub(crate) const STEPS: usize = 2;
 /// MMAs, commit and wait. Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` =
 /// `%R..%2R-1` (in), the shared addresses of the unit's pairs on the stage's first step's two
 /// lines `%2R` and `%2R+1` (each step's are 1024 bytes further), the stage's `B` descriptor
-/// `%2R+2`, with `R = n / 2`. The loads are part of the statement, so the fragments hold registers only
-/// while the MMAs run.
+/// `%2R+2`, with `R = n / 2`. The loads are part of the statement, so the fragments hold
+/// registers only while the MMAs run.
 pub(crate) fn mma_a_from_shared_ptx(n: usize, first_step: usize) -> String {
     let (first, second) = (n, n + 1);
     let fragments = (0..STEPS)

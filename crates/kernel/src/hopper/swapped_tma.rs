@@ -184,8 +184,7 @@ pub(crate) fn weight_fragment(unit: usize) -> (usize, usize, usize) {
 /// `rows_ring`, of which the copy fills `rows_copy_bytes`): for each of `chunks` stages from
 /// `k_first`, it waits for the consumers to hand the stage back (`empty`), has the TMA engine
 /// copy the boxes and the rows, and arrives on the stage's `full` barrier expecting their
-/// bytes. Shared by
-/// the transposed product and [`few_rows_tma`](super::few_rows_tma).
+/// bytes. Shared by the transposed product and [`few_rows_tma`](super::few_rows_tma).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fill_weight_ring(
