@@ -3,6 +3,7 @@
 #   . bench/scripts/device-lib.sh        # from the repository root, with OUT set
 #   unpack hb_main hb_new               # .gpu/<name>.xz -> /tmp/<name>, executable
 #   run ragged 90 /tmp/hb_new --dtypes bf16 ...
+#   run_beside t1 200 /tmp/t_a & run_beside t2 200 /tmp/t_b & wait; save
 #
 # Each `run NAME LIMIT COMMAND...` runs COMMAND under `timeout LIMIT`, its output in
 # /tmp/logs/NAME.log, appends `NAME rc=... Ns` to $OUT/summary.txt, and packs /tmp/logs into
@@ -18,11 +19,16 @@ unpack() {
     done
 }
 run() {
+    run_beside "$@"
+    save
+}
+# `run` without packing the logs, for runs started side by side in the background (`&`), whose
+# packs would overlap: `run_beside a 200 cmd_a & run_beside b 200 cmd_b & wait; save`.
+run_beside() {
     local name=$1 limit=$2
     shift 2
     local start
     start=$(date +%s)
     timeout "$limit" "$@" > "/tmp/logs/$name.log" 2>&1
     echo "$name rc=$? $(( $(date +%s) - start ))s" >> "$OUT/summary.txt"
-    save
 }

@@ -21,9 +21,8 @@ for i in 1 2; do for b in main persistent pairs both; do run ab_${b}_$i 45 /tmp/
 for b in main both; do run mask_$b 40 /tmp/hb_$b $A --mask --reps 100 1,4096,4096,4096 1,16384,1024,4096; done
 { for f in /tmp/logs/ab_*.log /tmp/logs/mask_*.log; do echo "== $f"; grep -h "RESULT\|panic" $f | cut -c1-80; done; echo "elapsed $(( $(date +%s) - T0 )) s"; } >> $OUT/summary.txt
 save
-side() { local name=$1; shift; local s=$(date +%s); timeout 200 "$@" > /tmp/logs/$name.log 2>&1; echo "$name rc=$? $(( $(date +%s) - s ))s" >> $OUT/summary.txt; }
-for b in main persistent pairs both; do side tests_$b /tmp/t_$b hopper_runs_exactly mask --test-threads 1 & done
-side mutant /tmp/t_mut hopper_runs_exactly --test-threads 1 &
+for b in main persistent pairs both; do run_beside tests_$b 200 /tmp/t_$b hopper_runs_exactly mask --test-threads 1 & done
+run_beside mutant 200 /tmp/t_mut hopper_runs_exactly --test-threads 1 &
 wait
 P="1,17000,8,256 3,6000,8,256 1,34000,16,128 4,8500,32,64"
 run probe_both 40 /tmp/hb_both $A --probe $P

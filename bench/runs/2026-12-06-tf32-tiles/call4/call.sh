@@ -11,9 +11,8 @@ here=$(pwd)
 export RUST_BACKTRACE=1 FMAR_TEST_DEVICE=cuda
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total,power.limit --format=csv > $OUT/gpu.txt
 tar xJf .gpu/c4.tar.xz -C /tmp && chmod +x /tmp/fb_new /tmp/t_*
-side() { local name=$1; shift; local s=$(date +%s); timeout 200 "$@" > /tmp/logs/$name.log 2>&1; echo "$name rc=$? $(( $(date +%s) - s ))s" >> $OUT/summary.txt; }
-side tests_new /tmp/t_new hopper_runs_exactly --test-threads 1 &
-side mutant /tmp/t_bmut hopper_runs_exactly --test-threads 1 &
+run_beside tests_new 200 /tmp/t_new hopper_runs_exactly --test-threads 1 &
+run_beside mutant 200 /tmp/t_bmut hopper_runs_exactly --test-threads 1 &
 wait
 save
 {
