@@ -2,6 +2,7 @@
 #
 #   . bench/scripts/device-lib.sh        # from the repository root, with OUT set
 #   unpack hb_main hb_new               # .gpu/<name>.xz -> /tmp/<name>, executable
+#   unpack_tar ab                       # .gpu/ab.tar.xz (bench/scripts/pack.sh) -> /tmp/*
 #   run ragged 90 /tmp/hb_new --dtypes bf16 ...
 #   run_beside t1 200 /tmp/t_a & run_beside t2 200 /tmp/t_b & wait; save
 #
@@ -16,6 +17,14 @@ unpack() {
     local name
     for name in "$@"; do
         xz -dc ".gpu/$name.xz" > "/tmp/$name" && chmod +x "/tmp/$name"
+    done
+}
+# The files of a pack made by `bench/scripts/pack.sh`, under /tmp, executable.
+unpack_tar() {
+    local name
+    for name in "$@"; do
+        tar xJf ".gpu/$name.tar.xz" -C /tmp --no-same-owner
+        tar tJf ".gpu/$name.tar.xz" | (cd /tmp && xargs chmod +x)
     done
 }
 run() {

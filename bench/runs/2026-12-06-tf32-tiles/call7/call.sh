@@ -8,7 +8,7 @@ T0=$(date +%s)
 . bench/scripts/device-lib.sh
 here=$(pwd)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total,power.limit --format=csv > $OUT/gpu.txt
-tar xJf .gpu/c7.tar.xz -C /tmp && chmod +x /tmp/fb_new
+unpack_tar c7
 mkdir -p /tmp/w && cd /tmp/w
 export BURN_DEVICE=cuda XDG_CACHE_HOME=/tmp/w/cache
 SHAPES="1,4096,4096,4096;1,8192,8192,8192;1,16384,1024,4096;8,1024,1024,1024;64,128,128,128;1,128,4096,4096;1,16,4096,4096;1,1,4096,4096;1,64,64,64"
