@@ -23,8 +23,8 @@ unpack() {
 unpack_tar() {
     local name
     for name in "$@"; do
-        tar xJf ".gpu/$name.tar.xz" -C /tmp --no-same-owner
-        tar tJf ".gpu/$name.tar.xz" | (cd /tmp && xargs chmod +x)
+        # One pass over the stream: the names it extracts are the ones made executable.
+        tar xJvf ".gpu/$name.tar.xz" -C /tmp --no-same-owner | (cd /tmp && xargs chmod +x)
     done
 }
 run() {
