@@ -55,7 +55,7 @@ step() { # name, time limit in seconds, then the command (run in $work)
 }
 
 for variant in ${PROPS_VARIANTS-}; do
-    # A case costs 2-6 s on a fresh machine with `hopper` pinned: most of it compiles the kernel
+    # A case costs 2-6 s on a fresh machine with a Hopper path pinned: most of it compiles the kernel
     # configurations its shapes and layouts need (the forward's and the backward's products).
     step "props_$variant" "${PROPS_LIMIT:-360}" env FMAR_KERNEL="$variant" CUBECL_AUTOTUNE_LEVEL=minimal \
         FMAR_PROPTEST_CASES="${PROPS_CASES:-40}" "$properties" --test-threads 1 random

@@ -5,7 +5,7 @@ use crate::candidates::{Candidate, Pass};
 use crate::reference::{Deviation, Gradients, Problem};
 use crate::report::{Row, Status, format_tflops};
 use burn::tensor::{DType, Device, Tensor};
-use fmar::kernel::{force_variant, last_launched_variant};
+use fmar::diagnostics::{force_variant, last_launched_variant};
 use fmar_bench::timing::{Timing, first_call, median_time_in_batches};
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};

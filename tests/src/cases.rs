@@ -62,6 +62,22 @@ pub fn case_count(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// `FMAR_PROPTEST_DTYPES` (a comma-separated list such as `f32`): draw only those of
+/// `precisions`; unset, all of them. A kernel path that takes one dtype, pinned, then meets
+/// only problems it can take.
+pub fn drawn_precisions(precisions: Vec<Precision>) -> Vec<Precision> {
+    match std::env::var("FMAR_PROPTEST_DTYPES") {
+        Ok(names) => precisions
+            .into_iter()
+            .filter(|precision| {
+                let name = format!("{precision:?}").to_lowercase();
+                names.split(',').any(|dtype| dtype.trim() == name)
+            })
+            .collect(),
+        Err(_) => precisions,
+    }
+}
+
 /// `FMAR_PROPTEST_ALIGN`: every matrix dim, and every padding and offset of a sliced layout, a
 /// multiple of this many elements (default 1). A kernel that reads through the TMA engine needs
 /// 16-byte row strides, which half-precision dims give at multiples of 8: `8` draws problems

@@ -1,9 +1,11 @@
 //! The same inputs on the same device give bit-identical outputs and gradients, run to run, for
 //! every kernel variant the device can run.
 //!
-//! Every fmar variant gives each output element to exactly one unit, which sums its `k`
-//! products in a fixed order (no atomics, no split-k), so bit-identity is expected of all of
-//! them; the backward's matmuls are Burn's, run with the same kernels each time.
+//! Every fmar variant sums each output element's `k` products in a fixed order with no atomics:
+//! one unit (or one warpgroup MMA chain) a sum, and where a Hopper kernel splits `k`, each
+//! slice's sum kept apart and the slices added in a fixed order. So bit-identity is expected
+//! of all of them, and of the backward's products, on fmar's Hopper kernels or Burn's matmul,
+//! run with the same kernels each time.
 //!
 //! Its own test binary: forcing a variant is process-wide.
 
@@ -11,7 +13,8 @@ mod common;
 
 use burn::tensor::{Device, Tensor};
 use common::{dtype, runs, tensor};
-use fmar::kernel::{Variant, force_variant, last_launched_variant};
+use fmar::diagnostics::{force_variant, last_launched_variant};
+use fmar::kernel::Variant;
 use fmar_tests::{HostTensor, Precision, Problem, Rng};
 
 const RUNS: usize = 3;

@@ -132,11 +132,11 @@ fn backward_products_run_on_the_hopper_kernel_exactly_on_hopper() {
     }
 }
 
-/// Whether `device` is a CUDA GPU of compute capability 9.0, as cubecl-cuda names it.
+/// Whether fmar's Hopper kernels run on `device`.
 fn is_hopper(device: &Device) -> bool {
     match device.as_dispatch().clone().inner() {
         burn::backend::DispatchDevice::Cube(device) => {
-            device.client().properties().identity.fingerprint == "ptx_sm90"
+            diagnostics::hopper_unavailability(&device.client()).is_none()
         }
         #[allow(unreachable_patterns)]
         _ => false,

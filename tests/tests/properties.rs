@@ -8,9 +8,10 @@
 //! - autograd: the gradient of every tracked input (and none for untracked ones) against the f64
 //!   reference, each in its input's own shape.
 //!
-//! `FMAR_PROPTEST_CASES` raises the case count (CI runs the default); `FMAR_TEST_SEED` fixes
-//! the data of a failing case, whose seed every failure prints; `FMAR_PROPTEST_VERBOSE` prints
-//! each case and its time as it runs.
+//! `FMAR_PROPTEST_CASES` raises the case count (CI runs the default); `FMAR_PROPTEST_DTYPES`
+//! (`f32`, `f16,bf16`, ...) draws only those dtypes; `FMAR_TEST_SEED` fixes the data of a
+//! failing case, whose seed every failure prints; `FMAR_PROPTEST_VERBOSE` prints each case and
+//! its time as it runs.
 
 use burn::backend::fusion::Fusion;
 use burn::backend::{AutodiffBackend, Backend, DispatchDevice, TensorMetadata};
@@ -213,10 +214,12 @@ fn tally(key: String) {
 fn random_cases_match_the_f64_reference() {
     // Draw only dtypes the device runs (bf16 is absent on wgpu's WGSL compiler); `inputs.rs`'s
     // `unsupported_dtype_error` checks that fmar refuses the others with a typed error.
-    let precisions: Vec<Precision> = Precision::ALL
-        .into_iter()
-        .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))
-        .collect();
+    let precisions = fmar_tests::cases::drawn_precisions(
+        Precision::ALL
+            .into_iter()
+            .filter(|&p| CubeBackend::supports_dtype(&device(), dtype(p)))
+            .collect(),
+    );
     let products_before = fmar::diagnostics::gradient_product_launches();
     // `FMAR_PROPTEST_VERBOSE`: each case and its time on stderr, as it runs (a slow or stuck
     // case is then the last one printed).
@@ -235,7 +238,7 @@ fn random_cases_match_the_f64_reference() {
         // "none" when the case handed nothing to fmar's kernel (an empty output, or `k = 0`
         // under Fusion), since the last launched variant is then an earlier case's.
         let handed_over = fmar::diagnostics::kernel_launches() > launches;
-        let variant = match fmar::kernel::last_launched_variant() {
+        let variant = match fmar::diagnostics::last_launched_variant() {
             Some(variant) if handed_over => variant.to_string(),
             _ => "none".into(),
         };

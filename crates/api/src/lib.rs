@@ -159,8 +159,8 @@ impl FusedMatmulAddReluBackend for CubeBackend {
 }
 
 /// The CPU fallback: Burn's pure-Rust `Flex` backend, where the function is composed from
-/// Flex's own operations (its matmul is a blocked SIMD GEMM;
-/// `bench/runs/2026-11-30-cpu-flex-choice/README.md` has the measurement behind this choice).
+/// Flex's own operations: its matmul is a blocked SIMD GEMM, 1.8-3.3x the GFLOP/s of a fused
+/// loop on two cores (the benchmark crate's `flex_choice` measures both).
 /// [`try_matmul_add_relu_nd`] has checked the call before dispatching it here.
 impl FusedMatmulAddReluBackend for Flex {
     fn fused_matmul_add_relu(
@@ -383,6 +383,7 @@ fn check_inputs<const D: usize, const B: usize>(
     let dtypes: [DType; 3] = [lhs.dtype(), rhs.dtype(), bias.dtype()];
     let [lhs, rhs, bias] = std::array::from_fn(|i| Input::new(&devices[i], dtypes[i], &shapes[i]));
     let device = &devices[0];
+    fmar_backend_ext::diagnostics::check_kernel_variable()?;
     check_call(
         lhs,
         rhs,
@@ -406,34 +407,48 @@ fn max_allocation(device: &burn::tensor::Device) -> Option<u64> {
     }
 }
 
-/// The kernel variants, and control over which one runs (for experiments and benchmarks).
-///
-/// By default fmar picks the variant itself: by measurement with the `autotune` feature
-/// (cached per dtype, size and layout), by a heuristic without it. `FMAR_KERNEL=<name>` or
-/// [`force_variant`](kernel::force_variant) pins one; a pinned variant that cannot run a problem
-/// on the device falls back to the default choice.
+/// The kernel variants: fmar's portable kernels, its Hopper kernels ([`kernel::HopperPath`]) and
+/// cubek's routines with fmar's epilogue ([`kernel::Routine`]). Which one runs is fmar's own
+/// choice (by measurement with the `autotune` feature, cached per dtype, size and layout; by a
+/// heuristic without it); [`diagnostics`] pins one and says which ran.
 #[doc(inline)]
 pub use fmar_backend_ext::kernel;
 
-/// Counters that show which code path ran.
+/// What fmar did, and control over which kernel does it: for experiments, benchmarks and tests.
+///
+/// - [`force_variant`](diagnostics::force_variant), or the `FMAR_KERNEL` environment variable
+///   ([`KERNEL_VARIABLE`](diagnostics::KERNEL_VARIABLE)) naming a [`kernel::Variant::name`],
+///   pins a variant for every later launch of the process; a pinned variant that cannot run a
+///   problem on the device falls back to fmar's own choice. A `FMAR_KERNEL` that names no
+///   variant is [`Error::UnknownKernel`] at every call, before anything runs.
+/// - [`last_launched_variant`](diagnostics::last_launched_variant) says which variant ran last,
+///   and [`hopper_unavailability`](diagnostics::hopper_unavailability) why no Hopper kernel can
+///   run on a device, if none can.
+/// - The counters say which code path ran: a result equal to the reference proves nothing
+///   about which path made it.
 pub mod diagnostics {
+    pub use fmar_backend_ext::diagnostics::{
+        KERNEL_VARIABLE, UnknownVariant, force_variant, forced_variant, hopper_unavailability,
+        last_launched_variant,
+    };
+
     /// How many fused forwards this process has handed to fmar's kernel.
     ///
     /// Under Fusion the kernel runs when Fusion executes its queue (at the latest when a result
     /// is read back), so the count moves then, not at the call.
     pub fn kernel_launches() -> u64 {
-        fmar_backend_ext::kernel_launches()
+        fmar_backend_ext::diagnostics::kernel_launches()
     }
 
-    /// How many of the backward's gradient products ran on fmar's Hopper kernel (the others
+    /// How many of the backward's gradient products ran on fmar's Hopper kernels (the others
     /// ran on the backend's own matmul).
     pub fn gradient_product_launches() -> u64 {
-        fmar_backend_ext::product_launches()
+        fmar_backend_ext::diagnostics::product_launches()
     }
 
     /// How many inputs fmar copied before a launch. Strided views (transposes, slices,
     /// broadcasts) are read in place; only storage-tiled tensors are copied.
     pub fn input_copies() -> u64 {
-        fmar_backend_ext::input_copies()
+        fmar_backend_ext::diagnostics::input_copies()
     }
 }

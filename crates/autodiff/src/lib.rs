@@ -1,7 +1,7 @@
 //! fmar's handwritten backward pass: the state the fused forward keeps for autodiff and the pass
 //! that turns the output gradient into the gradients of `lhs`, `rhs` and `bias`.
 //!
-//! Layer 1 of fmar, a sibling of `fmar-backend-ext` rather than a layer above it: it depends on
+//! Layer 2 of fmar, a sibling of `fmar-backend-ext` rather than a layer above it: it depends on
 //! Burn, burn-autodiff and `fmar-fusion-meta` (the ReLU mask's layout) only, is generic over the
 //! inner backend and takes the inner forward as an argument, so it needs no other fmar crate.
 //! The `fmar` crate, which owns the extension trait (Rust's orphan rule puts

@@ -108,8 +108,10 @@ pub(crate) fn launch_prechecked(
     launch_fused(lhs, rhs, bias, output, keep_mask)
 }
 
-/// Every rule of the operation for the three tensors, on their device.
+/// Every rule of the operation for the three tensors, on their device, and a readable
+/// `FMAR_KERNEL`.
 fn check(lhs: &CubeTensor, rhs: &CubeTensor, bias: &CubeTensor) -> Result<OutputMeta, Error> {
+    crate::diagnostics::check_kernel_variable()?;
     check_call(
         input(lhs),
         input(rhs),
@@ -210,7 +212,7 @@ pub fn matmul(lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor {
         && k > 0
         && !lhs.meta.is_tiled()
         && !rhs.meta.is_tiled()
-        && fmar_kernel::product_device_unavailability(&lhs.client).is_none();
+        && fmar_kernel::hopper_unavailability(&lhs.client).is_none();
     if worth_trying {
         let output = empty_device_contiguous_dtype(
             lhs.client.clone(),

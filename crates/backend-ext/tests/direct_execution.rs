@@ -4,7 +4,8 @@
 use burn::tensor::Shape;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{CubeBackend, CubeDevice};
-use fmar_backend_ext::{fused_matmul_add_relu, kernel_launches};
+use fmar_backend_ext::diagnostics::kernel_launches;
+use fmar_backend_ext::fused_matmul_add_relu;
 use fmar_tests::burn_io::{primitive, primitive_values};
 use fmar_tests::{HostTensor, Precision, Problem, Rng, Tolerance, assert_close};
 

@@ -2,7 +2,8 @@
 //! the inputs have any: the shape and dtype that Fusion's lazy registration announces and that
 //! direct execution produces come from the same functions here, so they agree by construction.
 //!
-//! Layer 0 of fmar: it depends on Burn's metadata types (`Shape`, `DType`) only. [`Error`] is
+//! Layer 1 of fmar: it depends on Burn's metadata types (`Shape`, `DType`), and takes the ReLU
+//! mask's layout from `fmar-kernel` (layer 0), which writes it. [`Error`] is
 //! fmar's public error type (re-exported as `fmar::Error`): [`check_call`] reports through it,
 //! once per call, at whichever entry point the call comes in by. What runs a call that entry
 //! point already checked (Fusion's execution of the operation it registered, the backends'
@@ -16,8 +17,9 @@ pub const OP_NAME: &str = "matmul_add_relu";
 /// The dtypes the fused kernel computes in. Each accumulates in f32.
 pub const SUPPORTED_DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
-/// Output columns per word of the ReLU mask a tracked forward keeps for its backward.
-pub const MASK_WORD_BITS: usize = 32;
+/// Output columns per word of the ReLU mask a tracked forward keeps for its backward: the
+/// kernel crate's, which writes the mask.
+pub use fmar_kernel::MASK_WORD_BITS;
 
 /// The dtype of the ReLU mask's words.
 pub const MASK_DTYPE: DType = DType::U32;
@@ -26,11 +28,7 @@ pub const MASK_DTYPE: DType = DType::U32;
 /// `j % 32` of word `[b.., i, j / 32]` set where `out[b.., i, j]` is not `<= 0` (positive or
 /// NaN: where Burn's `relu_backward` lets the gradient through).
 pub fn mask_shape(output: &Shape) -> Shape {
-    let mut dims = output.to_vec();
-    if let Some(last) = dims.last_mut() {
-        *last = last.div_ceil(MASK_WORD_BITS);
-    }
-    Shape::from(dims)
+    Shape::from(fmar_kernel::mask_shape(output))
 }
 
 /// Why fmar refused its inputs. Each message names the operation, the argument and the shapes,
@@ -149,6 +147,20 @@ pub enum Error {
         value: String,
         /// The names this build accepts.
         valid: Vec<&'static str>,
+    },
+
+    /// The environment variable that pins fmar's kernel variant names none.
+    #[error(
+        "{variable}={value:?} names no fmar kernel variant; the variants are: {}",
+        valid.join(", ")
+    )]
+    UnknownKernel {
+        /// The variable read (`FMAR_KERNEL`).
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// Every variant's name.
+        valid: Vec<String>,
     },
 
     /// The device the environment variable names is compiled in, but none answered on this

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! cargo run --release -p fmar-kernel --features cuda --example hopper_bench -- \
-//!     [--variants hopper,tiled] [--dtypes bf16,f16] [--reps 50] [--lhs k,m] [--rhs n,k]
-//!     [--outputs 1] [--mask] [--probe] [SHAPE ...]
+//!     [--variants launch,hopper-tiles,tiled] [--dtypes bf16,f16] [--reps 50] [--lhs k,m]
+//!     [--rhs n,k] [--outputs 1] [--mask] [--probe] [SHAPE ...]
 //! ```
 //!
 //! Each `SHAPE` is `b,m,k,n` (default: 1,4096,4096,4096 1,16384,1024,4096 1,8192,8192,8192).
@@ -16,7 +16,7 @@
 //! may stay in L2; more: as a caller that allocates each output sees it; 0: a buffer allocated
 //! for each launch and kept until the sync, as Burn's path does). Under `--mask` every launch is
 //! the tracked forward (`launch_keeping_mask`, which also writes the ReLU mask the backward
-//! reads), with the crate's own choice of variant (or `FMAR_FORCE_VARIANT`'s); the check
+//! reads), with the crate's own choice of variant (or `FMAR_KERNEL`'s); the check
 //! covers the output.
 //! Under `--probe` the operands are not random but say where each output came from: row `i` of
 //! `lhs` is one at `k` index `i % k` and zero elsewhere, `rhs[l][j] = l n + j` and the bias is
@@ -53,7 +53,7 @@ struct Options {
 
 fn parse() -> Options {
     let mut options = Options {
-        variants: vec![Some(Variant::Hopper)],
+        variants: vec![None],
         dtypes: vec![Precision::BF16, Precision::F16],
         lhs_layouts: vec!['k'],
         rhs_layouts: vec!['n', 'k'],

@@ -1,19 +1,11 @@
-//! What fmar's own kernels share: Burn's ReLU, the batch offsets of strided operands, and the
-//! host-side grid and address-width setup of a kernel that walks output tiles.
+//! What fmar's own kernels share: the batch offsets of strided operands, the host-side grid and
+//! address-width setup of a kernel that walks output tiles, and the device's multiprocessors.
 
 use crate::Operands;
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
 use cubecl::server::CubeCountSelection;
-
-/// ReLU exactly as Burn's reference computes it (`x <= 0` is filled with `+0`): NaN passes
-/// through (`NaN <= 0` is false) and `-0` becomes `+0`. A hardware `max` would leave NaN to the
-/// backend's whim.
-#[cube]
-pub(crate) fn relu(x: f32) -> f32 {
-    select(x <= 0.0, 0.0, x)
-}
 
 /// The element offset of batch `batch` (the output's batch dims flattened, last dim fastest) in
 /// `tensor` (of any element type, vectors included). The contract gives every operand the
@@ -80,4 +72,13 @@ pub(crate) fn address_type(ops: &Operands, dtype: ElemType, len: usize) -> Addre
         .max()
         .unwrap_or(AddressType::U32)
         .max(AddressType::from_len(len))
+}
+
+/// The device's multiprocessors, which the schedules spread work over.
+pub(crate) fn processors(client: &Client) -> usize {
+    client
+        .properties()
+        .hardware
+        .num_streaming_multiprocessors
+        .unwrap_or(1) as usize
 }

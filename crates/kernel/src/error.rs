@@ -1,6 +1,7 @@
 //! [`LaunchError`]: why the kernel crate launched nothing.
 
 use crate::Variant;
+use crate::diagnostics::UnknownVariant;
 
 /// Why [`launch`](crate::launch) refused to launch. The first group means the operands break
 /// the [launch contract](crate) (a bug in the caller); the last two mean one variant cannot run
@@ -92,6 +93,10 @@ pub enum LaunchError {
         /// How many elements its buffer holds.
         buffer_len: usize,
     },
+
+    /// `FMAR_KERNEL` names no variant ([`UnknownVariant`]).
+    #[error("fused matmul kernel: {0}")]
+    UnknownVariant(#[from] UnknownVariant),
 
     // ---- one variant cannot run it ------------------------------------------------------------
     /// cubek-matmul's setup refused the routine for this problem on this device (no tensor

@@ -13,6 +13,7 @@
 
 use crate::LaunchError;
 use crate::common::batch_offset;
+use crate::epilogue::mask_bit;
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;
@@ -63,7 +64,7 @@ fn pack_relu_mask<F: Float>(
             let col = first + i;
             if col < n {
                 let value = out[row * n + col];
-                bits |= select(value <= F::from_int(0), 0u32, 1u32 << i as u32);
+                bits |= mask_bit::<F>(value) << i as u32;
             }
         }
         mask[index] = bits;

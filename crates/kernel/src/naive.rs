@@ -2,7 +2,8 @@
 //! operand read from global memory through its strides, no tiling.
 
 use crate::Operands;
-use crate::common::{batch_offsets, relu, tile_walk_setup};
+use crate::common::{batch_offsets, tile_walk_setup};
+use crate::epilogue::{Epilogue, finish_sum};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
@@ -57,8 +58,9 @@ fn fused_matmul_add_relu_naive<F: Float>(
                 let b = f32::cast_from(rhs[rhs_col + kk * rhs_sk]);
                 sum += a * b;
             }
-            let biased = sum + f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
-            output[batch * m * n + row * n + col] = F::cast_from(relu(biased));
+            let bias = f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
+            let value = finish_sum(sum, bias, Epilogue::BiasRelu);
+            output[batch * m * n + row * n + col] = F::cast_from(value);
         }
         tile_id += CUBE_COUNT;
     }

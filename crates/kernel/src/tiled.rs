@@ -4,7 +4,8 @@
 //! `THREAD_M x THREAD_N` block of it in registers. Bias and ReLU are applied on the way out.
 
 use crate::Operands;
-use crate::common::{batch_offsets, relu, tile_walk_setup};
+use crate::common::{batch_offsets, tile_walk_setup};
+use crate::epilogue::{Epilogue, finish_sum};
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
@@ -135,9 +136,9 @@ fn fused_matmul_add_relu_tiled<F: Float>(
                 let row = row0 + unit_row + i;
                 let col = col0 + unit_col + j;
                 if row < m && col < n {
-                    let biased = acc[i * THREAD_N + j]
-                        + f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
-                    output[out_base + row * n + col] = F::cast_from(relu(biased));
+                    let bias = f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
+                    let value = finish_sum(acc[i * THREAD_N + j], bias, Epilogue::BiasRelu);
+                    output[out_base + row * n + col] = F::cast_from(value);
                 }
             }
         }

@@ -1,14 +1,16 @@
 //! f32 with TF32 rounding disallowed (cubek's `allow_tf32 = false`, set for this process before
 //! any launch, which is why this is a test binary of its own): at up to 32 rows with an N-major
-//! `rhs` the Hopper variant still runs, on its f32 FMA kernels, and matches the f64 reference at
-//! f32's own tolerance; above 32 rows it declines, since its MMAs would round to TF32. Off
-//! Hopper it declines either way.
+//! `rhs` the crate's choice still runs a Hopper kernel, its f32 FMAs, and matches the f64
+//! reference at f32's own tolerance; above 32 rows every Hopper path declines, since the FMA
+//! paths take no more rows and the MMAs would round to TF32. Off Hopper they decline either
+//! way.
 
 use fmar_kernel as kernel; // the contract harness reaches the crate under test as `crate::kernel`
 
 // The harness's device, transfer and layout helpers; its contract tests run in `against_f64`.
 #[allow(dead_code, unused_macros, unused_imports)]
 mod contract;
+#[allow(dead_code)]
 mod hopper_support;
 
 use fmar_tests::{Precision, Problem, Rng, Tolerance};
@@ -43,20 +45,20 @@ fn few_row_f32_is_exact_where_tf32_is_disallowed() {
     // 33 rows: past the FMA kernels, and the MMAs may not round.
     let mut rng = Rng::fresh();
     let problem = Problem::random(&[1, 33, 256], &[1, 256, 128], &[128], &mut rng, precision);
-    let (operands, _) = hopper_operands(&client, &problem, precision, false, false);
-    let result = kernel::launch_variant(
-        &client,
-        operands,
-        elem_type(precision),
-        kernel::Variant::Hopper,
-    );
-    match result {
-        Err(kernel::LaunchError::Unavailable { reason, .. }) => {
-            assert!(
-                reason.contains("TF32"),
-                "declined for another reason: {reason}"
-            );
+    for path in kernel::HopperPath::ALL {
+        let (operands, _) = hopper_operands(&client, &problem, precision, false, false);
+        match kernel::launch_variant(&client, operands, elem_type(precision), path.into()) {
+            Err(kernel::LaunchError::Unavailable { reason, .. }) => {
+                assert!(
+                    reason.contains("TF32") || reason.contains("33 rows"),
+                    "{}: declined for another reason: {reason}",
+                    path.name()
+                );
+            }
+            other => panic!(
+                "{}: 33 f32 rows without TF32 must decline, got {other:?}",
+                path.name()
+            ),
         }
-        other => panic!("33 f32 rows without TF32 must decline, got {other:?}"),
     }
 }

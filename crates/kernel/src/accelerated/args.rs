@@ -8,6 +8,7 @@
 //! plane-specialized routines load it on every plane, load planes included, which faulted the
 //! device. Burn's fused path passes no accumulator either.
 
+use crate::epilogue::relu_vector;
 use cubecl::prelude::*;
 use cubecl::std::tensor::layout::{Coords1d, VirtualLayout};
 use cubecl::std::tensor::{
@@ -143,14 +144,12 @@ struct ReluView<E: CubePrimitive> {
     bias: View<'static, E, BatchedCoords>,
 }
 
-/// The epilogue on a vector, in f32. The matmul's f32 sum reaches the output view already in
-/// the storage type, so half precisions round twice (the sum, then the sum plus the bias): at
-/// most one more half-precision ulp than rounding once.
+/// The epilogue on a vector, in f32 ([`relu_vector`]). The matmul's f32 sum reaches the output
+/// view already in the storage type, so half precisions round twice (the sum, then the sum plus
+/// the bias): at most one more half-precision ulp than rounding once.
 #[cube]
 fn bias_relu_vector<N: Size>(value: Vector<f32, N>, bias: Vector<f32, N>) -> Vector<f32, N> {
-    let zero = Vector::<f32, N>::new(0.0);
-    let sum = value + bias;
-    select_many(sum.less_equal(&zero), zero, sum)
+    relu_vector::<N>(value + bias)
 }
 
 impl<E: CubePrimitive> ReluViewExpand<E> {

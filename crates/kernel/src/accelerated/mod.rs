@@ -1,13 +1,12 @@
 //! The fused operation on cubek-matmul's multi-level routines (tensor cores where the device has
 //! them), through fmar's own [`MatmulArgs`](cubek_matmul::multi_level::args::MatmulArgs).
 //!
-//! - [`routine`]: the catalogue of routines and the ones fmar refuses;
 //! - [`args`]: the arguments and views that carry the bias and the ReLU;
 //! - this module: one launch, from a [`Routine`] to cubek's blueprint and kernel.
 
 mod args;
-pub(crate) mod routine;
 
+use crate::routine::{Routine, TileKind};
 use crate::{LaunchError, Operands, Variant};
 use args::{FusedArgs, FusedInputsLaunch, FusedOutputLaunch};
 use cubecl::client::Client;
@@ -40,7 +39,6 @@ use cubek_matmul::multi_level::routines::gemm::GemmRoutine;
 use cubek_matmul::multi_level::routines::gemv_unit_perpendicular::GemvUnitPerpendicularRoutine;
 use cubek_matmul::multi_level::{BatchMatmulRoutine, launch_kernel};
 use cubek_matmul::routine::BlueprintStrategy;
-pub use routine::{Routine, TileKind};
 
 /// Launches `routine` on `ops` (checked against the contract, `k >= 1`). Fails, launching
 /// nothing, when fmar refuses the routine for the dtype, or when cubek's setup finds that the

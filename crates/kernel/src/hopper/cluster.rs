@@ -17,7 +17,7 @@
 //! `g` of unit `u` is at byte `2048 g + 16 u`, so that a plane's 32 units read or write 512
 //! contiguous bytes per 16-byte access, free of bank conflicts.
 
-use super::wgmma::by_value;
+use super::ptx::by_value;
 use cubecl::prelude::*;
 
 /// Bytes of one warpgroup's f32 sums in a slot: `R` values per unit, 128 units.

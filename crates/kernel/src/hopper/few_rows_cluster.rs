@@ -1,55 +1,54 @@
-//! [`few_rows_tma`](super::few_rows_tma)'s product in one launch, at up to 8 rows: the slices
-//! of a column block's `k` run in one thread-block cluster, and each cube but the first stores
-//! its sums into the first one's shared memory (distributed shared memory), which adds them in
-//! slice order and applies the bias, the ReLU and the mask. No partial sums in global memory,
-//! no second kernel, whose launch was 3.4 of 31.6 us at one row of a `4096 x 4096` weight on an
-//! H100.
+//! `hopper-few-rows-cluster`: the few-row product of
+//! [`few_rows_tma`](super::few_rows_tma) in one launch, at up to 8 rows: the slices of a column
+//! block's `k` run in one thread-block cluster, and each cube but the first stores its sums into
+//! the first one's shared memory (distributed shared memory), which adds them in slice order
+//! and applies the epilogue. No partial sums in global memory and no second kernel, whose
+//! launch was 3.4 of 31.6 us at one row of a `4096 x 4096` weight on an H100; the host's cost of
+//! a call halves (one launch and no workspace: 9.6-12 us against 18-24 at these shapes).
 //!
 //! Clusters of two: two cubes a multiprocessor can always hold one whole, where wider clusters
 //! span multiprocessors and fewer of them fit at once than their cubes (see [`MAX_SLICES`]).
 //! So that 2 slices fill the device, a cube takes 32 weight columns and a ring of twenty 4 KiB
-//! weight boxes (160 KiB of the weight in flight a multiprocessor, against `few_rows_tma`'s
-//! 192), and four warps of FMAs, each summing 8 of a stage's 32 `k`, whose sums a column's
-//! first unit adds. Where the column blocks are too few (or too many) for one round, or the
-//! weight is large ([`MAX_WEIGHT_BYTES`]), `few_rows_tma` runs instead, split finer, with its
-//! second kernel.
+//! weight boxes (160 KiB of the weight in flight a multiprocessor), and four warps of FMAs, each
+//! summing 8 of a stage's 32 `k`, whose sums a column's first unit adds.
 //!
 //! Measured on an H100 (kernel alone, `4096 x 4096` weight; one launch against two): 0.0294 ms
-//! against 0.0307 at one row, 0.0305 against 0.0315 at 4 rows, 0.0332 against 0.0333 at 8;
-//! under ncu 30.6-31.6 us at one row, 66-68% of DRAM bandwidth; on an H200 0.0221-0.0224 ms
-//! against 0.0248-0.0250 at one row (ncu 22.1 us, 66%). With one warp of FMAs a cube
-//! it took 0.0310 ms at one row (32.6 us under ncu, 64%) and was 12% slower than the two
-//! launches at 8 rows. The host's cost of a call halves, one launch and no workspace instead of
-//! two launches and the partial sums' buffer: 9.6-12 us against 18-24 at these shapes. The
-//! bytes in flight do not bound it: with `lhs`'s rows unswizzled, 26 stages at one row, it ran
-//! as fast (30.4 us). Nor the copies' shape: with 64 columns a cube (256 contiguous bytes of
-//! each weight row a stage, not 128) and one cube a multiprocessor it ran as fast on an H200.
+//! against 0.0307 at one row, 0.0305 against 0.0315 at 4 rows, 0.0332 against 0.0333 at 8; on
+//! an H200 0.0221-0.0224 ms against 0.0248-0.0250 at one row (ncu 22.1 us, 66% of DRAM
+//! bandwidth). Neither the bytes in flight nor the copies' shape bound it: with `lhs`'s rows
+//! unswizzled (26 stages at one row), or 64 columns a cube and one cube a multiprocessor, it ran
+//! as fast.
 //!
-//! The hand-over, with no cluster barrier that releases memory (each compiles to a fence of
-//! every store in flight, `MEMBAR`, and the barrier's wait) and in the order of the main
-//! kernel's split-K: every unit arrives on the cluster barrier once, relaxed, at set-up. After
-//! their loops the column units of each cube wait on it; the first cube's first unit arrives on
-//! its `landed` mbarrier expecting the other cubes' bytes, then on each other cube's `ready`;
-//! the other cubes' column units wait on `ready`, then store their sums into slots of the first
-//! cube's shared memory with `st.async`, which completes their bytes on `landed`, where the
-//! first cube's column units wait. Measured on an H100 against released cluster barriers around
-//! plain remote stores (four rounds in two calls): 0.0279-0.0284 ms against 0.0290-0.0295 at one
-//! row, 0.0314-0.0319 against 0.0328-0.0332 at 8 rows. Two earlier orders ran as fast but did
-//! not finish under racecheck: the first cube expecting the bytes at set-up, and signalling
-//! `ready` at set-up.
+//! The hand-over has no cluster barrier that releases memory (each compiles to a fence of every
+//! store in flight, `MEMBAR`, and the barrier's wait), and follows the whole-tile kernel's
+//! split-K order, which finishes under compute-sanitizer's racecheck: every unit arrives on the
+//! cluster barrier once, relaxed, at set-up. After their loops the column units of each cube
+//! wait on it; the first cube's first unit arrives on its `landed` mbarrier expecting the other
+//! cubes' bytes, then on each other cube's `ready`; the other cubes' column units wait on
+//! `ready`, then store their sums into slots of the first cube's shared memory with `st.async`,
+//! which completes their bytes on `landed`, where the first cube's column units wait. On an
+//! H100 that ran 0.0279-0.0284 ms against 0.0290-0.0295 with released cluster barriers around
+//! plain remote stores at one row.
 
-use crate::hopper::Epilogue;
+use crate::common::address_type;
+use crate::contract::Dims;
+use crate::epilogue::{Epilogue, bias_vector, finish_vector, write_mask_words};
 use crate::hopper::cluster::{
     arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init, store_remote_async_f32,
 };
-use crate::hopper::few_rows::{bias_vector, finish_vector, slice_bounds, write_mask_words};
-use crate::hopper::few_rows_tma::{add_ring_stages, lhs_stage_bytes};
+use crate::hopper::fold::rows_within;
+use crate::hopper::layout::{f32_weight_maps, tensor_map};
 use crate::hopper::mbarrier::{
     BARRIER_BYTES, arrive_expecting, init_barrier, ring_barriers, wait_barrier,
 };
-use crate::hopper::swapped::CHUNK_K;
-use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
-use crate::hopper::wgmma::shared_address;
+use crate::hopper::ptx::shared_address;
+use crate::hopper::split_k::slice_bounds;
+use crate::hopper::weight_ring::{
+    BOX_BYTES, BOX_COLUMNS, CHUNK_K, MAX_FMA_ROWS, add_ring_stages, fill_weight_ring, fma_rows,
+    fma_unavailability, lhs_stage_bytes,
+};
+use crate::problem::Problem;
+use cubecl::client::Client;
 use cubecl::prelude::*;
 
 /// Weight boxes a stage: a cube's columns, [`BOX_COLUMNS`] each. One: at `4096` columns that
@@ -73,8 +72,6 @@ pub(crate) const MAX_SLICES: usize = 2;
 pub(crate) const PARTS: usize = 4;
 /// Consumer units a cube: [`PARTS`] a column. The launch adds a producer warp.
 pub(crate) const UNITS: usize = PARTS * COLUMNS;
-/// The most rows.
-pub(crate) const MAX_ROWS: usize = 8;
 
 /// `out = relu(lhs @ rhs + bias)` (or as `epilogue` says) for the `32 boxes` weight columns of
 /// every row (cluster `(x, z)`: column block, batch), fed by a ring of `stages` stages of
@@ -301,33 +298,85 @@ fn init_handover_barriers(ready: u32, landed: u32) {
 /// 2% faster at `4096 x 8192` (128 MiB), 4% slower at `11008 x 4096` and 3% at `8192 x 8192`.
 pub(crate) const MAX_WEIGHT_BYTES: usize = 128 << 20;
 
-/// How the launch splits `k` for the cluster kernel: the slices (the cluster's cubes, at most
-/// [`MAX_SLICES`]) and their depth, a multiple of 32, so that the column blocks of every batch
-/// times the slices fill one round of `resident` cubes as nearly as they can; `None` where that
-/// leaves more than a tenth of the round idle, needs more than one round, or the weights of
-/// every batch pass [`MAX_WEIGHT_BYTES`].
-pub(crate) fn cluster_split(
-    dims: &crate::contract::Dims,
-    resident: usize,
-) -> Option<(usize, usize)> {
+/// How the launch splits `k`: the slices (the cluster's cubes, at most [`MAX_SLICES`]) and their
+/// depth, a multiple of 32, as many as the column blocks of every batch leave room for in one
+/// round of `resident` cubes, at least one.
+pub(crate) fn split(dims: &Dims, resident: usize) -> (usize, usize) {
+    let blocks = dims.n.div_ceil(COLUMNS) * dims.batch;
+    let chunks = dims.k.div_ceil(CHUNK_K);
+    let wanted = (resident / blocks).clamp(1, MAX_SLICES.min(chunks));
+    let per_slice = chunks.div_ceil(wanted);
+    (chunks.div_ceil(per_slice), per_slice * CHUNK_K)
+}
+
+/// [`split`] where the column blocks of every batch times the slices fill one round of
+/// `resident` cubes nearly whole, and the weights of every batch are at most
+/// [`MAX_WEIGHT_BYTES`] (where the heuristic runs this path); `None` where the split leaves
+/// more than a tenth of the round idle, needs more than one round, or the weights are larger.
+pub(crate) fn cluster_split(dims: &Dims, resident: usize) -> Option<(usize, usize)> {
     if dims.batch * dims.k * dims.n * 4 > MAX_WEIGHT_BYTES {
         return None;
     }
     let blocks = dims.n.div_ceil(COLUMNS) * dims.batch;
     let chunks = dims.k.div_ceil(CHUNK_K);
-    let wanted = (resident / blocks).clamp(1, MAX_SLICES.min(chunks));
-    let cubes = blocks * wanted;
-    if cubes > resident || cubes * 10 < resident * 9 {
-        return None;
+    let cubes = blocks * (resident / blocks).clamp(1, MAX_SLICES.min(chunks));
+    (cubes <= resident && cubes * 10 >= resident * 9).then(|| split(dims, resident))
+}
+
+/// Why this path cannot run `problem`, if it cannot ([`fma_unavailability`]).
+pub(crate) fn unavailability(problem: &Problem) -> Option<String> {
+    fma_unavailability(problem)
+}
+
+/// Runs the path on a problem it takes ([`unavailability`]), `k` split as [`split`] says.
+pub(crate) fn launch(client: &Client, problem: &Problem) {
+    let (ops, dims) = rows_within(&problem.ops, &problem.dims, MAX_FMA_ROWS)
+        .expect("the caller checked the rows");
+    let (lhs_layout, rhs_layout) = f32_weight_maps(&ops).expect("the caller checked the maps");
+    let dtype = problem.dtype;
+    let rows = fma_rows(dims.m);
+    let (slices, slice_k) = split(&dims, problem.processors * CUBES_PER_PROCESSOR);
+    let address_type = address_type(&ops, dtype, 0);
+    let lhs_map = tensor_map(&ops.lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
+    let rhs_map = tensor_map(&ops.rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
+    // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes, filling
+    // past the edges with zeros; the kernel reads the bias inside its shape and writes the
+    // dense output and, under the mask epilogue, each of the mask's words once (the caller
+    // checked its layout); a cube stores only into the slots of its cluster's first cube.
+    unsafe {
+        few_rows_cluster_product::launch_unchecked(
+            client,
+            CubeCount::Static(
+                dims.n.div_ceil(COLUMNS) as u32,
+                slices as u32,
+                dims.batch as u32,
+            ),
+            CubeDim::new_1d(UNITS as u32 + 32),
+            address_type,
+            lhs_map,
+            rhs_map,
+            ops.bias.into_tensor_arg(),
+            ops.out.into_tensor_arg(),
+            problem.mask_argument().into_tensor_arg(),
+            dims.m as u32,
+            dims.n as u32,
+            dims.k as u32,
+            slice_k as u32,
+            rows,
+            slices,
+            BOXES,
+            STAGES,
+            PARTS,
+            problem.epilogue,
+            lhs_layout.batched,
+            rhs_layout.batched,
+        );
     }
-    let per_slice = chunks.div_ceil(wanted);
-    Some((chunks.div_ceil(per_slice), per_slice * CHUNK_K))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::Dims;
 
     /// Bytes of a stage's weight.
     const WEIGHT_STAGE_BYTES: usize = BOXES * BOX_BYTES;
@@ -345,7 +394,7 @@ mod tests {
 
     #[test]
     fn two_cubes_share_a_multiprocessor() {
-        for rows in 1..=MAX_ROWS {
+        for rows in 1..=MAX_FMA_ROWS {
             let bytes = cube_bytes(rows);
             assert!(
                 CUBES_PER_PROCESSOR * bytes <= 227 * 1024,

@@ -1,25 +1,29 @@
-//! [`few_rows`](super::few_rows)'s partial sums fed by the TMA engine, where both operands'
-//! strides allow it (`lhs` K-major, the weight N-major, starts and strides 16-byte aligned).
-//! The few-row kernel holds the weight's bytes in flight in its units' registers (eight 4-byte
-//! loads a unit, 32 KiB a multiprocessor), which held it at 77% of DRAM bandwidth on an H100 at
-//! `1 x 1 x 4096 x 4096`; here a producer unit keeps a ring of whole stages in flight (up to
-//! 96 KiB a cube, two cubes a multiprocessor), and the consumers' FMAs read them from shared
-//! memory. Measured on an H100 (`4096 x 4096` weight): 14% faster at 8 rows (0.0338 against
-//! 0.0392 ms), alike at one row (76% of DRAM bandwidth: the bytes in flight were not what held
-//! the one-row kernel there).
+//! `hopper-few-rows-tma`: [`few_rows`](super::few_rows)'s partial sums fed by the TMA engine, at up
+//! to 8 rows, where both operands' strides allow it (`lhs` K-major, the weight N-major, starts and
+//! strides 16-byte aligned). The few-row kernel holds the weight's bytes in flight in its units'
+//! registers (eight 4-byte loads a unit, 32 KiB a multiprocessor), which held it at 77% of DRAM
+//! bandwidth on an H100 at `1 x 1 x 4096 x 4096`; here a producer unit keeps a ring of whole stages
+//! in flight (up to 96 KiB a cube, two cubes a multiprocessor), and the consumers' FMAs read them
+//! from shared memory. Measured on an H100 (`4096 x 4096` weight): 14% faster at 8 rows (0.0338
+//! against 0.0392 ms), alike at one row (76% of DRAM bandwidth: the bytes in flight were not what
+//! held the one-row kernel there).
 //!
-//! A stage holds the weight's `[32 k][256 columns]` as eight boxes of `[32 k][32 columns]` (the
-//! TMA engine's 128-byte swizzle: 16-byte group `c` of line `k` at group `c ^ (k % 8)`), and
-//! `lhs`'s rows at the stage's 32 `k` (a box `[rows][32 k]`, the same swizzle). Unit `u`
-//! computes column `u` of the cube's 256: a warp reads one box line a `k`, its 32 words a
-//! permutation of 32 consecutive ones (no bank conflict), and four `k` of a row of `lhs` in one
-//! 16-byte load, the same address across the cube (a broadcast).
+//! A stage of the weight ring ([`weight_ring`](super::weight_ring)) holds the weight's
+//! `[32 k][256 columns]` as eight boxes and `lhs`'s rows at the stage's 32 `k`; unit `u`
+//! computes column `u` of the cube's 256. Split-K's second kernel adds the slices
+//! ([`split_k`]).
 
-use crate::hopper::few_rows::slice_bounds;
-use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, wait_barrier};
-use crate::hopper::swapped::CHUNK_K;
-use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring};
-use crate::hopper::wgmma::shared_address;
+use crate::hopper::fold::rows_within;
+use crate::hopper::layout::{f32_weight_maps, tensor_map};
+use crate::hopper::mbarrier::ring_barriers;
+use crate::hopper::ptx::shared_address;
+use crate::hopper::split_k::{Finish, slice_bounds, split_k};
+use crate::hopper::weight_ring::{
+    BOX_BYTES, BOX_COLUMNS, CHUNK_K, MAX_FMA_ROWS, add_ring_stages, fill_weight_ring, fma_rows,
+    fma_unavailability, lhs_stage_bytes, stage_slice_k,
+};
+use crate::problem::Problem;
+use cubecl::client::Client;
 use cubecl::prelude::*;
 
 /// Consumer units a cube, one output column each.
@@ -33,16 +37,9 @@ pub(crate) const STAGES: usize = 3;
 /// Cubes a multiprocessor holds (by shared memory), which the grid is sized to: one round.
 pub(crate) const CUBES_PER_PROCESSOR: usize = 2;
 
-/// Bytes of a stage's `lhs` at `rows` rows: whole 1024-byte swizzle atoms (8 lines of 128
-/// bytes), so that each stage's box starts on one.
-pub(crate) const fn lhs_stage_bytes(rows: usize) -> usize {
-    let lines = if rows < 8 { 8 } else { rows };
-    lines * CHUNK_K * 4
-}
-
 /// One slice of `k`'s partial sums for 256 weight columns of every row (cube `(x, y, z)`:
 /// column block, slice, batch) into `partials`, `[slices, batch * m, n]`, as
-/// [`few_rows_partials`](super::few_rows::few_rows_partials) writes them. `rhs` is the weight's
+/// [`few_rows`](super::few_rows)'s kernel writes them. `rhs` is the weight's
 /// map (`[batch, k, n]`, box `[1, 32, 32]`), `lhs` the rows' (`[batch, m, k]`, box
 /// `[1, rows, 32]`); past the edges the TMA engine reads zeros. `slice_k` is a multiple of 32.
 #[cube(launch_unchecked, address_type = "dynamic")]
@@ -120,79 +117,62 @@ pub(crate) fn few_rows_tma_partials(
     }
 }
 
-/// Consumer unit `unit`'s sums, into `acc` (one per row, zeroed here), over `chunks` stages of
-/// a ring whose stages hold `boxes` boxes of the weight (`weight_ring`, [`BOX_BYTES`] each, the
-/// unit's column `unit` of their `32 boxes` columns) beside `lhs`'s rows (`rows_ring`, in
-/// stages of [`lhs_stage_bytes`]): for each stage it waits for the producer's copies (`full`),
-/// adds its part of the stage's 32 `k`, and hands the stage back (`empty`). The stage's `k` are
-/// split into `parts` parts (1, 2 or 4), `part` this unit's: the units of a column then sum
-/// the parts.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn add_ring_stages(
-    acc: &mut Array<f32>,
-    weight_ring: &[f32],
-    rows_ring: &[Vector<f32, Const<4>>],
-    full: u32,
-    empty: u32,
-    unit: usize,
-    part: usize,
-    chunks: usize,
-    #[comptime] rows: usize,
-    #[comptime] boxes: usize,
-    #[comptime] stages: usize,
-    #[comptime] parts: usize,
-) {
-    // A part is `groups` groups of four `k`; whole pairs of groups, so that a `k`'s line is
-    // at the same swizzle phase (`k % 8`) in every part.
-    let groups = comptime![CHUNK_K / 4 / parts];
-    // This unit's column: box `unit / 32`, 16-byte group `column / 4` of its lines (at
-    // `group ^ (k % 8)`), word `column % 4` of the group.
-    let column = unit % BOX_COLUMNS;
-    let group = column / 4;
-    let mut box_at = (unit / BOX_COLUMNS) * comptime![BOX_BYTES / 4] + column % 4;
-    let mut first_group = 0usize;
-    if comptime![parts > 1] {
-        first_group = part * groups;
-        box_at += first_group * comptime![4 * BOX_COLUMNS];
-    }
-    #[unroll]
-    for r in 0..rows {
-        acc[r] = 0.0;
-    }
-    let mut w = Array::<f32>::new(4usize);
-    let mut stage = 0u32;
-    let mut phase = 0u32;
-    for _ in 0..chunks {
-        let offset = stage * BARRIER_BYTES;
-        wait_barrier(full + offset, phase);
-        let w_at = stage as usize * comptime![boxes * BOX_BYTES / 4] + box_at;
-        let l_at = stage as usize * comptime![lhs_stage_bytes(rows) / 16];
-        #[unroll]
-        for g in 0..groups {
-            #[unroll]
-            for e in 0..4usize {
-                let kk = comptime![4 * g + e];
-                w[e] = weight_ring
-                    [w_at + comptime![kk * BOX_COLUMNS] + (group ^ comptime![kk % 8]) * 4];
+/// Why this path cannot run `problem`, if it cannot ([`fma_unavailability`]).
+pub(crate) fn unavailability(problem: &Problem) -> Option<String> {
+    fma_unavailability(problem)
+}
+
+/// Runs the path on a problem it takes ([`unavailability`]): `k` split so that the cubes, two
+/// a multiprocessor, run in one round, in slices of whole 32-`k` stages; then split-K's second
+/// kernel by slice groups.
+pub(crate) fn launch(client: &Client, problem: &Problem) {
+    let (ops, dims) = rows_within(&problem.ops, &problem.dims, MAX_FMA_ROWS)
+        .expect("the caller checked the rows");
+    let (lhs_layout, rhs_layout) = f32_weight_maps(&ops).expect("the caller checked the maps");
+    let dtype = problem.dtype;
+    let rows = fma_rows(dims.m);
+    let slice_k = stage_slice_k(&dims, UNITS, problem.processors * CUBES_PER_PROCESSOR);
+    let slices = dims.k.div_ceil(slice_k);
+    split_k(
+        client,
+        ops,
+        dtype,
+        dims,
+        problem.epilogue,
+        problem.mask_argument(),
+        slices,
+        Finish::SliceGroups,
+        |lhs, rhs, partials, address_type| {
+            let lhs_map = tensor_map(&lhs, &lhs_layout, [1, rows, CHUNK_K], dtype);
+            let rhs_map = tensor_map(&rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
+            // SAFETY: the TMA engine reads `lhs` and `rhs` through maps of their own shapes,
+            // filling past the edges with zeros; the kernel writes each partial sum once,
+            // inside the buffer it was given.
+            unsafe {
+                few_rows_tma_partials::launch_unchecked(
+                    client,
+                    CubeCount::Static(
+                        dims.n.div_ceil(UNITS) as u32,
+                        slices as u32,
+                        dims.batch as u32,
+                    ),
+                    CubeDim::new_1d(UNITS as u32 + 32),
+                    address_type,
+                    lhs_map,
+                    rhs_map,
+                    partials.into_tensor_arg(),
+                    dims.m as u32,
+                    dims.n as u32,
+                    dims.k as u32,
+                    slice_k as u32,
+                    rows,
+                    STAGES,
+                    lhs_layout.batched,
+                    rhs_layout.batched,
+                );
             }
-            #[unroll]
-            for r in 0..rows {
-                // Four `k` of row `r`: group `g` of its line, at `g ^ (r % 8)`.
-                let mut at = l_at + comptime![r * 8 + (g ^ (r % 8))];
-                if comptime![parts > 1] {
-                    at = l_at + comptime![r * 8] + ((first_group + g) ^ comptime![r % 8]);
-                }
-                let x = rows_ring[at];
-                #[unroll]
-                for e in 0..4usize {
-                    acc[r] += x.extract(e) * w[e];
-                }
-            }
-        }
-        arrive(empty + offset);
-        (stage, phase) = next_stage(stage, phase, stages);
-    }
+        },
+    );
 }
 
 #[cfg(test)]
@@ -217,7 +197,6 @@ mod tests {
     #[test]
     fn slices_fill_one_round_of_two_cubes_a_multiprocessor() {
         use crate::contract::Dims;
-        use crate::hopper::swapped::stage_slice_k;
         let dims = |batch, m, k, n| Dims { m, n, k, batch };
         let resident = 132 * CUBES_PER_PROCESSOR;
         assert_eq!(stage_slice_k(&dims(1, 1, 4096, 4096), UNITS, resident), 256);
@@ -234,19 +213,5 @@ mod tests {
             stage_slice_k(&dims(2, 3, 8200, 4100), UNITS, resident),
             1184
         );
-    }
-
-    /// The bank argument of the module doc: a warp's words of one line of a box (any `k`) are
-    /// 32 distinct banks.
-    #[test]
-    fn a_warps_weight_loads_hit_every_bank_once() {
-        for k in 0..CHUNK_K {
-            let mut banks = [0usize; 32];
-            for lane in 0..32usize {
-                let word = k * BOX_COLUMNS + ((lane / 4) ^ (k % 8)) * 4 + lane % 4;
-                banks[word % 32] += 1;
-            }
-            assert!(banks.iter().all(|&b| b == 1), "k {k}: {banks:?}");
-        }
     }
 }

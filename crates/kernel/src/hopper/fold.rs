@@ -9,20 +9,29 @@ use crate::contract::Dims;
 use cubecl::prelude::TensorBinding;
 use cubecl::zspace::Tiling;
 
+/// Whether the batches fold into rows ([`batches_as_rows`]): more than one batch, the weight
+/// shared by every one, and the rows of `lhs`, the bias and the output each one stride apart
+/// across batches.
+fn folds(ops: &Operands, dims: &Dims) -> bool {
+    let rhs = &ops.rhs;
+    let rank = rhs.shape.len();
+    dims.batch > 1
+        && rhs.tiling == Tiling::default()
+        && (0..rank - 2).all(|d| rhs.shape[d] == 1 || rhs.strides[d] == 0)
+        && [&ops.lhs, &ops.bias, &ops.out]
+            .into_iter()
+            .all(|binding| rows_stride(binding).is_some())
+}
+
 /// `ops` and `dims` as one batch of `dims.batch * dims.m` rows, every operand `[1, rows, cols]`
-/// (`rhs` `[1, k, n]`), where the weight is shared by every batch and the rows of `lhs`, the
-/// bias and the output each sit one stride apart across batches; `None` where they do not, or
-/// where there is one batch.
+/// (`rhs` `[1, k, n]`), where they fold ([`folds`]); `None` where they do not, or where there is
+/// one batch.
 pub(crate) fn batches_as_rows(ops: &Operands, dims: &Dims) -> Option<(Operands, Dims)> {
-    if dims.batch == 1 {
+    if !folds(ops, dims) {
         return None;
     }
     let rhs = &ops.rhs;
     let rank = rhs.shape.len();
-    let shared = (0..rank - 2).all(|d| rhs.shape[d] == 1 || rhs.strides[d] == 0);
-    if !shared || rhs.tiling != Tiling::default() {
-        return None;
-    }
     let folded = Operands {
         lhs: rows_folded(&ops.lhs)?,
         rhs: TensorBinding {
@@ -34,22 +43,54 @@ pub(crate) fn batches_as_rows(ops: &Operands, dims: &Dims) -> Option<(Operands, 
         bias: rows_folded(&ops.bias)?,
         out: rows_folded(&ops.out)?,
     };
-    let dims = Dims {
+    Some((folded, folded_dims(dims)))
+}
+
+/// `dims` as one batch of every batch's rows.
+fn folded_dims(dims: &Dims) -> Dims {
+    Dims {
         m: dims.batch * dims.m,
         batch: 1,
         ..*dims
-    };
-    Some((folded, dims))
+    }
+}
+
+/// The sizes [`rows_within`] runs, without building its operands.
+pub(crate) fn dims_within(ops: &Operands, dims: &Dims, limit: usize) -> Option<Dims> {
+    if dims.batch * dims.m <= limit && folds(ops, dims) {
+        return Some(folded_dims(dims));
+    }
+    (dims.m <= limit).then_some(*dims)
+}
+
+/// The operands and sizes a path that takes at most `limit` rows runs: every batch's rows as
+/// one batch where the weight is shared by every batch and they number at most `limit`
+/// ([`batches_as_rows`]), else the batches as they are where each has at most `limit` rows;
+/// `None` where neither.
+pub(crate) fn rows_within(ops: &Operands, dims: &Dims, limit: usize) -> Option<(Operands, Dims)> {
+    if dims.batch * dims.m <= limit
+        && let Some(folded) = batches_as_rows(ops, dims)
+    {
+        return Some(folded);
+    }
+    (dims.m <= limit).then(|| (ops.clone(), *dims))
+}
+
+/// The one stride between consecutive rows of `binding` across its batches ([`row_stride`]),
+/// where there is one and it is untiled.
+fn rows_stride(binding: &TensorBinding) -> Option<usize> {
+    if binding.tiling != Tiling::default() {
+        return None;
+    }
+    let rank = binding.shape.len();
+    row_stride(&binding.shape[..rank - 1], &binding.strides[..rank - 1])
 }
 
 /// `binding` (`[B.., r, c]`) as `[1, B.. x r, c]`, where its rows over every batch are one
 /// stride apart ([`row_stride`]); an untiled view of the same buffer.
 fn rows_folded(binding: &TensorBinding) -> Option<TensorBinding> {
-    if binding.tiling != Tiling::default() {
-        return None;
-    }
     let rank = binding.shape.len();
-    let stride = row_stride(&binding.shape[..rank - 1], &binding.strides[..rank - 1])?;
+    let stride = rows_stride(binding)?;
     let rows: usize = binding.shape[..rank - 1].iter().product();
     Some(TensorBinding {
         handle: binding.handle.clone(),

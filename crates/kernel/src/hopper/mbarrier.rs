@@ -6,7 +6,7 @@
 //! NVRTC's time on the kernel, paid on every first launch of a configuration. These words need
 //! no header, and another cube of a cluster can name them through `mapa` ([`super::cluster`]).
 
-use super::wgmma::{by_value, shared_address};
+use super::ptx::{by_value, shared_address};
 use cubecl::prelude::*;
 
 /// Bytes of one mbarrier.

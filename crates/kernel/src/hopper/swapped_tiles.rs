@@ -1,54 +1,51 @@
-//! f32 above 128 rows with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`) through
-//! TF32 MMAs, without a K-major copy of the weight: [`swapped_tma`](super::swapped_tma)'s
-//! transposed product (`outᵀ = rhsᵀ · lhsᵀ`, the weight as the MMAs' register operand `A`) over
-//! whole tiles, finished in the kernel. A cube takes a tile of [`COLUMNS`] weight columns and
-//! [`ROWS`] rows: two consumer warpgroups of 64 columns each run `m64n256k8` MMAs on the same
-//! stage of `lhs`'s rows, fed by a producer unit through a ring of TMA stages; then each unit
-//! adds the bias, applies the ReLU and stores its sums straight into the output, two adjacent
-//! columns of a row at a time. No K-major copy of the weight (35 us a call at `4096 x 4096` on
-//! an H200), no partial sums.
+//! `hopper-swapped-tiles`: f32 with an N-major `rhs` (Burn's `Linear` weight `[d_in, d_out]`)
+//! through TF32 MMAs, without a K-major copy of the weight: the transposed product
+//! ([`transposed`](super::transposed)) over whole tiles, finished in the kernel. A cube takes a
+//! tile of [`COLUMNS`] weight columns and [`ROWS`] rows: two consumer warpgroups of 64 columns
+//! each run `m64n256k8` MMAs on the same stage of `lhs`'s rows, fed by a producer unit through
+//! the weight ring ([`weight_ring`](super::weight_ring)); then each unit applies the epilogue
+//! and stores its sums straight into the output, two adjacent columns of a row at a time. No
+//! K-major copy of the weight (35 us a call at `4096 x 4096` on an H200), no partial sums.
+//! Where the TMA engine can read both operands (`lhs` K-major, every stride but the last a
+//! multiple of 16 bytes).
 //!
-//! It takes the layouts `swapped_tma` takes (`lhs` K-major, every stride but the last a
-//! multiple of 16 bytes); elsewhere the main kernel runs on a K-major copy. Under the ReLU
-//! mask's epilogue a mask word's 32 columns are two warps' 16: each warp ORs its half over its
-//! lanes, and the two halves meet in shared memory.
+//! Under the ReLU mask's epilogue a mask word's 32 columns are two warps' 16: each warp ORs its
+//! half over its lanes, and the two halves meet in shared memory.
 //!
 //! Registers: a whole stage's `A` fragments (16) beside the 128 accumulators of a 256-row tile
-//! took 166 registers with spills, and the assembler serialised every MMA (C7512); the stage's
-//! MMAs now run in two statements of two `k8` steps, each loading its own fragments: 162
-//! registers, no spills, two waits a stage ([`STEPS`]).
+//! pass the 168 registers a unit may hold for the assembler not to serialise the MMAs (C7512),
+//! so a stage's MMAs run in two statements of two `k8` steps, each loading its own fragments:
+//! 162 registers, no spills, two waits a stage ([`STEPS`]).
 //!
-//! Against the K-major copy and the main kernel, on an H100: 0.367 ms against 0.395 at 4096³,
-//! 0.178-0.185 against 0.217-0.223 at 1280 and 2048 rows of `4096 x 4096`, as fast at
-//! `16384 x 1024 x 4096` and `8 x 1024³` (`docs/hopper-kernel.md`, step 35).
+//! Against the K-major copy and the whole-tile kernel, on an H100: 0.367 ms against 0.395 at
+//! 4096³, 0.178-0.185 against 0.217-0.223 at 1280 and 2048 rows of `4096 x 4096`, as fast at
+//! `16384 x 1024 x 4096` and `8 x 1024³`.
 
-use crate::Operands;
 use crate::common::address_type;
 use crate::contract::Dims;
-use crate::hopper::Epilogue;
-use crate::hopper::few_rows::{bias_vector, finish_vector};
-use crate::hopper::kernel::warpgroup_barrier;
+use crate::epilogue::{Epilogue, bias_row_broadcast, bias_vector, finish_vector, or_across_lanes};
+use crate::hopper::layout::{f32_weight_maps, tensor_map};
 use crate::hopper::mbarrier::{BARRIER_BYTES, arrive, next_stage, ring_barriers, wait_barrier};
-use crate::hopper::plan::MapLayout;
-use crate::hopper::swapped::{self, CHUNK_K, mma_steps_ptx};
-use crate::hopper::swapped_tma::{BOX_BYTES, BOX_COLUMNS, fill_weight_ring, weight_fragment};
-use crate::hopper::wgmma::{by_value, descriptor, shared_address};
-use crate::hopper::{bias_row_broadcast, tensor_map};
+use crate::hopper::ptx::{by_value, shared_address, warpgroup_barrier};
+use crate::hopper::transposed::{self, weight_fragment};
+use crate::hopper::weight_ring::{BOX_BYTES, BOX_COLUMNS, CHUNK_K, fill_weight_ring};
+use crate::hopper::wgmma::{descriptor, mma_steps_ptx};
+use crate::problem::Problem;
 use cubecl::client::Client;
-use cubecl::ir::ElemType;
 use cubecl::prelude::*;
 
 /// Rows of a tile: the MMA's `n`, its largest.
 pub(crate) const ROWS: usize = 256;
-/// Consumer warpgroups a cube, each [`swapped::COLUMNS`] weight columns.
+/// Consumer warpgroups a cube, each [`transposed::COLUMNS`] weight columns.
 pub(crate) const WARPGROUPS: usize = 2;
 /// Weight columns of a tile.
-pub(crate) const COLUMNS: usize = swapped::COLUMNS * WARPGROUPS;
+pub(crate) const COLUMNS: usize = transposed::COLUMNS * WARPGROUPS;
 /// Stages of the ring: four of 48 KiB (16 of the weight, 32 of `lhs`'s rows), one cube a
 /// multiprocessor.
 pub(crate) const STAGES: usize = 4;
-/// The fewest rows this path takes: above [`swapped`]'s.
-pub(crate) const FEWEST_ROWS: usize = swapped::ROWS[swapped::ROWS.len() - 1] + 1;
+/// The fewest rows the heuristic gives this path: above those the split-K transposed products
+/// take.
+pub(crate) const FEWEST_ROWS: usize = transposed::MAX_ROWS + 1;
 
 /// `out = relu(lhs @ rhs + bias)` (or as `epilogue` says, never the mask's) for the tile of
 /// cube `(x, y, z)`: weight columns `64 warpgroups x`, rows `rows y`, batch `z`, over all of
@@ -78,7 +75,7 @@ pub(crate) fn swapped_tiles_product<R: Size>(
     let (m, n, k) = (m as usize, n as usize, k as usize);
     let consumer_units = comptime![128 * warpgroups];
     let b_stage_bytes = comptime![(rows * CHUNK_K * 4) as u32];
-    let col0 = CUBE_POS_X as usize * comptime![swapped::COLUMNS * warpgroups];
+    let col0 = CUBE_POS_X as usize * comptime![transposed::COLUMNS * warpgroups];
     let row0 = CUBE_POS_Y as usize * rows;
     let batch = CUBE_POS_Z as usize;
     let chunks = k.div_ceil(CHUNK_K);
@@ -155,7 +152,7 @@ pub(crate) fn swapped_tiles_product<R: Size>(
         // Derived after the loop, so that it holds no register through it.
         let unit = UNIT_POS as usize;
         let (column, _, _) = weight_fragment(unit);
-        let col = CUBE_POS_X as usize * comptime![swapped::COLUMNS * warpgroups] + column;
+        let col = CUBE_POS_X as usize * comptime![transposed::COLUMNS * warpgroups] + column;
         store_tile::<R>(
             bias,
             output,
@@ -313,9 +310,7 @@ fn store_tile<R: Size>(
             }
             if comptime![epilogue.writes_mask()] {
                 // The eight lanes of quad `q` hold the warp's 16 columns of row `within`.
-                bits |= plane_shuffle_xor(bits, 4u32);
-                bits |= plane_shuffle_xor(bits, 8u32);
-                bits |= plane_shuffle_xor(bits, 16u32);
+                bits = or_across_lanes(bits, 2u32, 3u32);
                 if lane < 4 {
                     halves[(2 * a_box + parity) * rows + within] = bits;
                 }
@@ -340,32 +335,58 @@ fn store_tile<R: Size>(
     }
 }
 
-/// Whether this path takes the problem: more than 128 rows, tiles enough for every one of the
-/// device's `processors` multiprocessors (one cube each at a time; with fewer, the main kernel
-/// splits `k`), a grid within 65,535 tiles along `m` and batches along z, and an output the
-/// kernel's 32-bit indices reach (at most `2^32` elements).
-pub(crate) fn takes(dims: &Dims, processors: usize) -> bool {
+/// Where the heuristic runs this path: more than 128 rows, and tiles enough for every one of the
+/// device's `processors` multiprocessors (one cube each at a time; with fewer, the whole-tile
+/// kernel splits `k`).
+pub(crate) fn fills_the_device(dims: &Dims, processors: usize) -> bool {
     let tiles = dims.n.div_ceil(COLUMNS) * dims.m.div_ceil(ROWS) * dims.batch;
-    dims.m >= FEWEST_ROWS
-        && tiles >= processors
-        && dims.m.div_ceil(ROWS) <= u16::MAX as usize
-        && dims.batch <= u16::MAX as usize
-        && dims.m * dims.n * dims.batch <= u32::MAX as usize
+    dims.m >= FEWEST_ROWS && tiles >= processors
 }
 
-/// Runs the tiles on `layouts` (`lhs`'s map layout, the weight's), which the TMA engine can
-/// read ([`swapped::tma_layouts`]).
-pub(crate) fn launch(
-    client: &Client,
-    ops: Operands,
-    dtype: ElemType,
-    dims: Dims,
-    epilogue: Epilogue,
-    mask: TensorBinding,
-    (lhs_layout, rhs_layout): (MapLayout, MapLayout),
-) {
-    debug_assert!(takes(&dims, 1));
-    let address_type = address_type(&ops, dtype, 0);
+/// Why the grid of `dims` passes its limits, if it does: at most 65,535 tiles along `m` and
+/// batches along z, and an output the kernel's 32-bit indices reach (at most `2^32` elements).
+fn grid_unavailability(dims: &Dims) -> Option<String> {
+    let max = u16::MAX as usize;
+    if dims.m.div_ceil(ROWS) > max || dims.batch > max {
+        Some(format!(
+            "{} tiles of {ROWS} rows and {} batches (at most {max} of each)",
+            dims.m.div_ceil(ROWS),
+            dims.batch
+        ))
+    } else if dims.m * dims.n * dims.batch > u32::MAX as usize {
+        Some("an output of more than 2^32 elements".into())
+    } else {
+        None
+    }
+}
+
+/// Why this path cannot run `problem`, if it cannot: not an f32 product with an N-major weight,
+/// TF32 rounding disallowed, the TMA engine unable to read both operands, or a grid past its
+/// limits.
+pub(crate) fn unavailability(problem: &Problem) -> Option<String> {
+    if let Some(reason) = problem.f32_weight_unavailability() {
+        Some(reason)
+    } else if !problem.allow_tf32 {
+        Some("TF32 rounding disallowed (cubek's `allow_tf32` is off)".into())
+    } else if f32_weight_maps(&problem.ops).is_none() {
+        Some("the TMA engine cannot read `lhs` K-major and `rhs` N-major".into())
+    } else {
+        grid_unavailability(&problem.dims)
+    }
+}
+
+/// Runs the tiles on a problem the path takes ([`unavailability`]).
+pub(crate) fn launch(client: &Client, problem: &Problem) {
+    let Problem {
+        ops,
+        dims,
+        dtype,
+        epilogue,
+        ..
+    } = problem;
+    let (lhs_layout, rhs_layout) = f32_weight_maps(ops).expect("the caller checked the maps");
+    let (dims, dtype, epilogue) = (*dims, *dtype, *epilogue);
+    let address_type = address_type(ops, dtype, 0);
     let bias_row_broadcast = bias_row_broadcast(&ops.bias, &dims, epilogue);
     let lhs_map = tensor_map(&ops.lhs, &lhs_layout, [1, ROWS, CHUNK_K], dtype);
     let rhs_map = tensor_map(&ops.rhs, &rhs_layout, [1, CHUNK_K, BOX_COLUMNS], dtype);
@@ -386,9 +407,9 @@ pub(crate) fn launch(
             ROWS / 2,
             lhs_map,
             rhs_map,
-            ops.bias.into_tensor_arg(),
-            ops.out.into_tensor_arg(),
-            mask.into_tensor_arg(),
+            ops.bias.clone().into_tensor_arg(),
+            ops.out.clone().into_tensor_arg(),
+            problem.mask_argument().into_tensor_arg(),
             dims.m as u32,
             dims.n as u32,
             dims.k as u32,
@@ -445,6 +466,9 @@ mod tests {
 
     #[test]
     fn it_takes_what_the_swapped_path_leaves_with_tiles_for_every_processor() {
+        let takes = |dims: &Dims, processors| {
+            fills_the_device(dims, processors) && grid_unavailability(dims).is_none()
+        };
         let dims = |m| Dims {
             m,
             n: 4096,

@@ -9,7 +9,7 @@
 //! Coordinates come outermost first, as cubecl's own TMA functions take them; the PTX lists
 //! them innermost first.
 
-use super::wgmma::by_value;
+use super::ptx::by_value;
 use cubecl::prelude::*;
 use cubecl_cpp::cuda::ptx::tensor_map_address;
 

@@ -5,7 +5,7 @@
 //! reads and writes each element once: at `4096 x 4096` f32, 128 MiB, measured on an H200 at
 //! about a tenth of the product's time (35 us against 350).
 
-use super::plan::MapLayout;
+use super::layout::MapLayout;
 use cubecl::client::Client;
 use cubecl::ir::{AddressType, ElemType};
 use cubecl::prelude::*;

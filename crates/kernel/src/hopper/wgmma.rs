@@ -10,6 +10,7 @@
 //! live across statements while an MMA writes it. The MMAs of one warpgroup overlap with the
 //! other warpgroup's, not with its own next stage.
 
+use super::ptx::by_value;
 use cubecl::prelude::*;
 
 /// What the warpgroup MMAs read: the kernel's operand and output type, and how the MMA takes
@@ -40,7 +41,7 @@ impl Operand {
     }
 
     /// The element type the kernel is compiled for.
-    #[cfg(all(test, feature = "cuda"))]
+    #[cfg(test)]
     pub const fn elem_type(self) -> cubecl::ir::ElemType {
         use cubecl::ir::FloatKind;
         cubecl::ir::ElemType::Float(match self {
@@ -147,17 +148,6 @@ pub(crate) const fn descriptor_high_bits(leading_bytes: u64, stride_bytes: u64) 
     (((leading_bytes >> 4) & 0x3FFF) << 16) | (((stride_bytes >> 4) & 0x3FFF) << 32) | (1 << 62)
 }
 
-/// `gpu_asm!` passes an `in` operand's raw value; a vector held in a variable is a pointer
-/// there, which cubecl's C++ would pass as one `l` operand and shift every operand number
-/// after it. Reading it to a value first passes its elements.
-#[cube]
-pub(crate) fn by_value<T: CubePrimitive>(v: T) -> T {
-    intrinsic!(|scope| {
-        let value = v.read_value(scope);
-        value.into()
-    })
-}
-
 /// One stage of MMAs into `acc`, the `R = N / 2` f32 registers one unit holds of its
 /// warpgroup's `64 x N` tile: see [`mma_ptx`].
 #[cube]
@@ -183,18 +173,88 @@ pub(crate) fn mma_stage<R: Size>(
     out
 }
 
-/// The shared-window address of a shared-memory slice (`cvta.to.shared`), for descriptors.
-#[cube]
-pub(crate) fn shared_address<T: CubePrimitive>(tile: &[T]) -> u32 {
-    let pointer = tile.as_ptr();
-    let address: u32;
-    gpu_asm!(
-        "{{ .reg .u64 fmar_t; cvta.to.shared.u64 fmar_t, {p}; cvt.u32.u64 {a}, fmar_t; }}",
-        a = out(_) address,
-        p = in(_) pointer,
-        options(pure, nomem),
+/// The PTX of one stage: four `m64nNk8` TF32 MMAs with `A` in registers, then commit and wait.
+/// Operands, as cubecl numbers them: `D` = `%0..%R-1` (out), `C` = `%R..%2R-1` (in), `A` =
+/// `%2R..%2R+15` (four registers a step), the `B` descriptor `%2R+16`, with `R = n / 2`.
+pub(crate) fn mma_a_in_registers_ptx(n: usize) -> String {
+    let a = n;
+    // The MMA's `A` registers are untyped 32-bit words holding the f32 bits (TF32 ignores the
+    // low 13 bits of the mantissa).
+    let fragments = (0..16)
+        .map(|i| format!("mov.b32 fmar_a{i}, %{};\n", a + i))
+        .collect::<String>();
+    mma_steps_ptx(n, 0, 4, &fragments, a + 16)
+}
+
+/// The PTX of `steps` `k8` steps of a stage from step `first_step`: `m64nNk8` TF32 MMAs whose
+/// `A` fragments `fragments` (PTX lines) puts in `fmar_a0..` (four registers a step), then
+/// commit and wait. `D` is `%0..%R-1` (out), `C` `%R..%2R-1` (in), with `R = n / 2`; `db` the
+/// operand of the stage's `B` descriptor, which moves 32 bytes along `k` a step.
+pub(crate) fn mma_steps_ptx(
+    n: usize,
+    first_step: usize,
+    steps: usize,
+    fragments: &str,
+    db: usize,
+) -> String {
+    let r = n / 2;
+    let d = (0..r)
+        .map(|i| format!("%{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut s = format!(
+        "{{\n.reg .b64 fmar_db;\n.reg .b32 fmar_one;\n.reg .b32 fmar_a<{}>;\n\
+         .reg .pred fmar_acc;\nmov.b32 fmar_one, 1;\nsetp.ne.b32 fmar_acc, fmar_one, 0;\n",
+        4 * steps
     );
-    address
+    for i in 0..r {
+        s.push_str(&format!("mov.f32 %{i}, %{};\n", r + i));
+    }
+    s.push_str(fragments);
+    s.push_str("wgmma.fence.sync.aligned;\n");
+    s.push_str(&format!("mov.b64 fmar_db, %{db};\n"));
+    for step in 0..steps {
+        // 32 bytes a step along `k` in the 128-byte line (descriptor units of 16 bytes).
+        let advance = if step == 0 { 2 * first_step } else { 2 };
+        if advance > 0 {
+            s.push_str(&format!("add.s64 fmar_db, fmar_db, {advance};\n"));
+        }
+        let regs = (0..4)
+            .map(|j| format!("fmar_a{}", 4 * step + j))
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.push_str(&format!(
+            "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{d}}}, {{{regs}}}, fmar_db, \
+             fmar_acc, 1, 1;\n"
+        ));
+    }
+    s.push_str("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+    s
+}
+
+/// One stage's MMAs into `acc` (the `R = N / 2` f32 registers a unit holds of the warpgroup's
+/// `64 x N` result): `a` holds this unit's `A` fragments of the stage's four `k8` steps.
+#[cube]
+pub(crate) fn mma_stage_a_in_registers<R: Size>(
+    acc: Vector<f32, R>,
+    a: Vector<f32, Const<16>>,
+    desc_b: u64,
+    #[comptime] n: usize,
+) -> Vector<f32, R> {
+    let body = comptime![mma_a_in_registers_ptx(n)];
+    let c = by_value::<Vector<f32, R>>(acc);
+    let a = by_value::<Vector<f32, Const<16>>>(a);
+    let db = by_value::<u64>(desc_b);
+    let out: Vector<f32, R>;
+    // cubecl refuses an operand the text never names: the comment names them all once.
+    gpu_asm!(
+        "// fmar wgmma: d={d} c={c} a={a} b={db}\n{body}",
+        d = out(_) out,
+        c = in(_) c,
+        a = in(_) a,
+        db = in(_) db,
+    );
+    out
 }
 
 /// The PTX of [`store_matrix_x4`]: operand `%0` is the shared address, `%1..%8` the values.
@@ -328,5 +388,20 @@ mod tests {
         assert_eq!((high >> 32) & 0x3FFF, 64);
         assert_eq!(high >> 62, 1);
         assert_eq!(high & 0x3FFF, 0);
+    }
+
+    #[test]
+    fn a_stage_is_four_k8_mmas_with_a_from_registers() {
+        let ptx = mma_a_in_registers_ptx(16);
+        assert_eq!(ptx.matches("wgmma.mma_async").count(), 4);
+        assert!(ptx.contains(
+            "m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, \
+             {fmar_a0, fmar_a1, fmar_a2, fmar_a3}, fmar_db, fmar_acc, 1, 1;"
+        ));
+        assert!(ptx.contains("{fmar_a12, fmar_a13, fmar_a14, fmar_a15}, fmar_db"));
+        assert!(ptx.contains("mov.b32 fmar_a0, %16;\n") && ptx.contains("mov.b32 fmar_a15, %31;"));
+        assert!(ptx.contains("mov.b64 fmar_db, %32;"));
+        assert_eq!(ptx.matches("add.s64 fmar_db, fmar_db, 2;").count(), 3);
+        assert!(ptx.ends_with("wgmma.wait_group.sync.aligned 0;\n}"));
     }
 }

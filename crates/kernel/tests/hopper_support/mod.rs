@@ -50,14 +50,41 @@ pub fn hopper_operands(
     (operands, out)
 }
 
-/// Off Hopper, the Hopper kernel declines with a reason.
+/// Whether the Hopper kernels can run on `client`'s device.
+pub fn hopper_device(client: &cubecl::client::Client) -> bool {
+    kernel::hopper_unavailability(client).is_none()
+}
+
+/// Off Hopper, a Hopper kernel (or every one of them, for a launch that runs only those)
+/// declines with a reason.
 pub fn expect_hopper_unavailable(result: Result<(), kernel::LaunchError>) {
     match result {
         Err(kernel::LaunchError::Unavailable { variant, reason }) => {
-            assert_eq!(variant, kernel::Variant::Hopper);
-            eprintln!("hopper is unavailable here, as expected: {reason}");
+            assert!(variant.hopper_path().is_some(), "{variant} declined");
+            eprintln!("{variant} is unavailable here, as expected: {reason}");
         }
-        other => panic!("the Hopper kernel must be unavailable off Hopper, got {other:?}"),
+        other => panic!("the Hopper kernels must be unavailable off Hopper, got {other:?}"),
+    }
+}
+
+/// Off Hopper, every Hopper path pinned on `operands` declines, naming itself.
+pub fn expect_every_path_declines(
+    client: &cubecl::client::Client,
+    operands: &kernel::Operands,
+    dtype: cubecl::ir::ElemType,
+) {
+    for path in kernel::HopperPath::ALL {
+        let result = kernel::launch_variant(client, operands.clone(), dtype, path.into());
+        match &result {
+            Err(kernel::LaunchError::Unavailable { variant, .. }) => {
+                assert_eq!(
+                    *variant,
+                    kernel::Variant::Hopper(path),
+                    "the decline's variant"
+                );
+            }
+            _ => panic!("{} must decline off Hopper, got {result:?}", path.name()),
+        }
     }
 }
 
@@ -65,29 +92,24 @@ pub fn expect_hopper_unavailable(result: Result<(), kernel::LaunchError>) {
 /// M-major (`rhs` is N-major, as Burn's `Linear` weight).
 pub type FewRowProblem = (&'static [usize], &'static [usize], &'static [usize], bool);
 
-/// Runs each of `problems` on the Hopper variant, which must take it whatever its strides, and
-/// checks it against the f64 reference within `tolerance`; returns whether the device is a
-/// Hopper. Off Hopper the variant must decline (checked on the first problem).
+/// Runs each of `problems` through the crate's choice, which on Hopper runs one of its Hopper
+/// paths whatever the strides, and checks it against the f64 reference within `tolerance`;
+/// returns whether the device is a Hopper. Off Hopper the Hopper kernels must decline.
 pub fn check_few_row_f32(problems: &[FewRowProblem], tolerance: Tolerance) -> bool {
     use contract::{client, download, elem_type};
     let client = client();
-    let hopper_device = client.properties().identity.fingerprint == "ptx_sm90";
+    let hopper_device = hopper_device(&client);
     let precision = Precision::F32;
     for &(lhs_shape, rhs_shape, bias_shape, lhs_m_major) in problems {
         let mut rng = Rng::fresh();
         let problem = Problem::random(lhs_shape, rhs_shape, bias_shape, &mut rng, precision);
         let (operands, out) = hopper_operands(&client, &problem, precision, lhs_m_major, false);
-        let result = kernel::launch_variant(
-            &client,
-            operands,
-            elem_type(precision),
-            kernel::Variant::Hopper,
-        );
         if !hopper_device {
-            expect_hopper_unavailable(result);
+            expect_every_path_declines(&client, &operands, elem_type(precision));
             return false;
         }
-        result.expect("the few-row kernels take any strides");
+        kernel::launch(&client, operands, elem_type(precision))
+            .expect("the few-row kernels take any strides");
         let got = download(&client, out, precision);
         assert_close(
             &format!("few rows lhs {lhs_shape:?} (M-major: {lhs_m_major}) rhs {rhs_shape:?}"),

@@ -1,22 +1,23 @@
-//! The Hopper kernel, persistent: each cube walks output tiles of its [`TileShape`] (grouped
-//! order, batch outermost) until none are left. A producer unit brings slices of `lhs` and `rhs`
-//! one 128-byte swizzle line deep along `k` (64 half-precision or 32 f32 elements) into a ring
-//! of shared-memory stages with the TMA engine (128-byte swizzle, zero fill past the edges); one consumer warpgroup per 64 rows of the tile runs the
-//! warpgroup MMAs of every stage, hands the stage back, and after the last one adds the bias
-//! and applies the ReLU in its registers, then stores through shared memory and the TMA engine
-//! ([`store_tile`]). The ring runs on across tiles, so the producer fills the next tile's
-//! stages while the consumers store the last one's.
+//! The whole-tile kernel (`hopper-tiles`, and under split-K `hopper-split-k`), persistent: each
+//! cube walks output tiles of its [`TileShape`](crate::hopper::schedule::TileShape) (grouped order,
+//! batch outermost) until none are left. A producer unit brings slices of `lhs` and `rhs` one
+//! 128-byte swizzle line deep along `k` (64 half-precision or 32 f32 elements) into a ring of
+//! shared-memory stages with the TMA engine (128-byte swizzle, zero fill past the edges); one
+//! consumer warpgroup per 64 rows of the tile runs the warpgroup MMAs of every stage, hands the
+//! stage back, and after the last one applies the epilogue in its registers, then stores through
+//! shared memory and the TMA engine ([`store_tile`]). The ring runs on across tiles, so the
+//! producer fills the next tile's stages while the consumers store the last one's.
 //!
 //! Under split-K ([`KernelConfig::splits`] > 1, [`fused_matmul_add_relu_hopper_split_k`]) a work
-//! item is one slice of `k` of one tile, and the slices of a tile run in one thread-block
-//! cluster, one cube each: every cube but the first stores its f32 partial sums into the first
-//! one's shared memory (the ring, which the first cube hands over once its own MMAs are done),
-//! and the first adds them to its own and runs the epilogue ([`super::cluster`]).
-//! With few rows (at most 8, 16 or 32, `lhs` K-major) a split-K stage holds only that many
-//! rows of `lhs` ([`TileShape::lhs_rows`]), so the ring holds more stages of `rhs`: the 64-row
-//! MMAs read the other rows from what follows in the ring (and from a tail after its last
-//! stage), rows whose sums are never stored (the output's tensor map clips rows past `m`, and
-//! the mask and a per-row bias are only touched at rows below it).
+//! item is one slice of `k` of one tile, and the slices of a tile run in one thread-block cluster,
+//! one cube each: every cube but the first stores its f32 partial sums into the first one's shared
+//! memory (the ring, which the first cube hands over once its own MMAs are done), and the first
+//! adds them to its own and runs the epilogue ([`crate::hopper::cluster`]). With few rows (at most
+//! 8, 16 or 32, `lhs` K-major) a split-K stage holds only that many rows of `lhs`
+//! ([`TileShape::lhs_rows`](crate::hopper::schedule::TileShape::lhs_rows)), so the ring holds more
+//! stages of `rhs`: the 64-row MMAs read the other rows from what follows in the ring (and from a
+//! tail after its last stage), rows whose sums are never stored (the output's tensor map clips rows
+//! past `m`, and the mask and a per-row bias are only touched at rows below it).
 //!
 //! Two barriers per stage: `full` completes when the stage's bytes have landed (the producer
 //! arrives once and the TMA engine counts the bytes), `empty` when every consumer unit is done
@@ -30,18 +31,20 @@
 //! compiled in twice the time (1.0 s against 0.45 s of NVRTC and `ptxas` for a 128 x 256 tile)
 //! and ran within 0.6%.
 
-use super::cluster::{
+use super::config::KernelConfig;
+use super::store::store_tile;
+use crate::common::batch_offset;
+use crate::hopper::cluster::{
     add_slot, arrive_remote, cluster_arrive, cluster_wait, fence_barrier_init, slot_bytes,
     store_remote, unit_offset,
 };
-use super::mbarrier::{
+use crate::hopper::mbarrier::{
     BARRIER_BYTES, arrive, arrive_expecting, fence_proxy_async, init_barrier, init_ring,
     next_stage, wait_barrier,
 };
-use super::plan::{LINE_BYTES, TileShape, line_elems};
-use super::tma::{load_3d, store_3d, wait_stores_read, wait_stores_read_but_one};
-use super::wgmma::{MmaShape, Operand, descriptor, mma_stage, shared_address, store_matrix_x4};
-use crate::common::{batch_offset, relu};
+use crate::hopper::ptx::{shared_address, warpgroup_barrier};
+use crate::hopper::tma::{load_3d, wait_stores_read};
+use crate::hopper::wgmma::{descriptor, mma_stage};
 use cubecl::prelude::*;
 
 /// Output tile rows grouped together in the launch order, so that cubes running at the same
@@ -49,135 +52,6 @@ use cubecl::prelude::*;
 /// tile rows by about 8 tile columns run at once: 16 blocks of 128 `lhs` rows and 8 of 256 `rhs`
 /// columns, the fewest bytes from DRAM for that many tiles (8 rows read `rhs` twice as often).
 const GROUP_M: usize = 16;
-
-/// What the kernel is compiled for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct KernelConfig {
-    /// The output tile and the ring's depth.
-    pub tile: TileShape,
-    /// Whether `lhs` is M-major (a transposed view), else K-major.
-    pub lhs_m_major: bool,
-    /// Whether `rhs` is K-major (a transposed `[n, k]` weight), else N-major.
-    pub rhs_k_major: bool,
-    /// Whether `lhs` follows the batch (else it is broadcast over it).
-    pub lhs_batched: bool,
-    /// Whether `rhs` follows the batch (else it is broadcast over it: a shared weight).
-    pub rhs_batched: bool,
-    /// The operands' and the output's type, as the MMAs read it.
-    pub operand: Operand,
-    /// Whether the bias is the same for every row (stride 0 along `m`): then it is staged in
-    /// shared memory once per tile.
-    pub bias_row_broadcast: bool,
-    /// Slices of `k` per tile, each one cube's work item (split-K); the slices of a tile run in
-    /// one cluster of `splits` cubes, launched by [`fused_matmul_add_relu_hopper_split_k`]. 1:
-    /// each cube sums whole tiles.
-    pub splits: usize,
-    /// What is done to the sums before they are stored.
-    pub epilogue: Epilogue,
-}
-
-/// What the kernel does with an output element's sum before it stores it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Epilogue {
-    /// `relu(sum + bias)`: the fused operation.
-    BiasRelu,
-    /// `relu(sum + bias)`, and the ReLU mask, one bit per element, into the mask argument
-    /// (the layout of [`crate::mask`]): the forward of a call whose backward will run.
-    BiasReluMask,
-    /// The sum alone: a plain product, such as the backward's gradient products. The bias
-    /// argument is never read.
-    Plain,
-}
-
-impl Epilogue {
-    /// Whether the bias is added and the ReLU applied.
-    pub const fn bias_relu(self) -> bool {
-        matches!(self, Self::BiasRelu | Self::BiasReluMask)
-    }
-
-    /// Whether the ReLU mask is written.
-    pub const fn writes_mask(self) -> bool {
-        matches!(self, Self::BiasReluMask)
-    }
-}
-
-impl KernelConfig {
-    /// The MMAs of one stage: four `m64nNkK` along one swizzle line (`K` = 16 half-precision
-    /// or 8 TF32 elements), `N` the tile's columns. A step moves 32 bytes along a K-major
-    /// 128-byte swizzle row, or two 8-row groups (2 x 1024 bytes) of an MN-major one (half
-    /// precision only).
-    pub fn mma(self) -> MmaShape {
-        let step = |k_major: bool| if k_major { 32 >> 4 } else { 2048 >> 4 };
-        MmaShape {
-            n: self.tile.n,
-            ksteps: self.tile_k() / self.operand.mma_k(),
-            operand: self.operand,
-            a_mn_major: self.lhs_m_major,
-            b_mn_major: !self.rhs_k_major,
-            a_step: step(!self.lhs_m_major),
-            b_step: step(self.rhs_k_major),
-        }
-    }
-
-    /// Units per cube: the consumer warpgroups, then one producer plane.
-    pub fn cube_units(self) -> u32 {
-        (self.consumer_units() + 32) as u32
-    }
-
-    /// Consumer units; the first unit after them issues every TMA copy.
-    pub fn consumer_units(self) -> usize {
-        self.tile.consumers() * 128
-    }
-
-    /// Depth of one stage along `k`, in elements: one swizzle line. Also the width of one
-    /// TMA box (a panel) of an MN-major operand, and the columns of one output chunk.
-    pub fn tile_k(self) -> usize {
-        line_elems(self.operand.bytes())
-    }
-
-    /// Elements of one stage of `lhs`: one line per row it holds.
-    pub fn a_stage(self) -> usize {
-        self.tile.lhs_rows * self.tile_k()
-    }
-
-    /// Elements after the `lhs` ring's last stage, where its MMAs read the rows past the
-    /// stage's own ([`TileShape::lhs_rows`]).
-    pub fn a_ring_tail(self) -> usize {
-        self.tile.lhs_tail_bytes() / self.operand.bytes()
-    }
-
-    /// Elements of one stage of `rhs`.
-    pub fn b_stage(self) -> usize {
-        self.tile.n * self.tile_k()
-    }
-
-    /// Elements of one 64-row output chunk, one swizzle line per row.
-    pub fn out_chunk(self) -> usize {
-        64 * self.tile_k()
-    }
-
-    /// Under split-K, where the first cube of a cluster receives the other cubes' sums: slot
-    /// `q` (sums of cube `1 + q / consumers`, warpgroup `q % consumers`) is the `q`-th
-    /// [`slot_bytes`] of the `lhs` ring, then of the `rhs` ring. This many fit in the `lhs`
-    /// ring.
-    pub fn slots_in_lhs_ring(self) -> usize {
-        self.tile.stages * self.a_stage() * self.operand.bytes() / slot_bytes(self.tile.n / 2)
-    }
-
-    /// Slots the two rings hold: at least `(splits - 1) * consumers` for a split-K
-    /// configuration.
-    pub fn slots(self) -> usize {
-        let per_slot = slot_bytes(self.tile.n / 2);
-        self.slots_in_lhs_ring()
-            + self.tile.stages * self.b_stage() * self.operand.bytes() / per_slot
-    }
-
-    /// Shared-memory bytes of one 64-row panel of an MN-major stage (`tile_k` lines along
-    /// `k`), or of one warpgroup's 64 rows of a K-major one: the distance between them.
-    pub fn panel_bytes(self) -> usize {
-        64 * LINE_BYTES
-    }
-}
 
 /// The kernel, each cube walking whole tiles (`config.splits == 1`).
 #[cube(launch_unchecked, address_type = "dynamic")]
@@ -554,224 +428,4 @@ fn tile_origin(
     let row0 = (first_m + in_group % group_rows) * comptime![config.tile.m];
     let col0 = (in_group / group_rows) * comptime![config.tile.n];
     (batch, row0, col0)
-}
-
-/// Adds the bias to the unit's accumulator elements and applies the ReLU (under
-/// [`Epilogue::BiasRelu`]; a plain product stores the sums as they are), and stores the
-/// warpgroup's 64 rows of the tile through shared memory in chunks of 64 rows and one swizzle
-/// line (64 half-precision or 32 f32 columns): the warpgroup writes a chunk into a
-/// 128-byte-swizzled buffer (the layout the output's tensor map reads), with `stmatrix` for half
-/// precisions and one store per element for f32, then one unit has the TMA engine store it,
-/// which also clips the rows and columns past the output's edges. Two buffers per warpgroup
-/// alternate, so a chunk is written while the one before it is stored.
-///
-/// Unit `u` of a warpgroup holds, for `nth` in `0..N / 2`, row `16 (u / 32) + (u % 32) / 4 +
-/// 8 ((nth / 2) % 2)` and column `8 (nth / 4) + 2 (u % 4) + nth % 2` of its 64 x N tile:
-/// per 8 x 8 block of the tile, one register pair per unit, which is `stmatrix`'s fragment.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-// A compile-time branch (`comptime!`) holds a run-time one; merged, both would be run-time.
-#[allow(clippy::collapsible_if)]
-fn store_tile<E: Float, R: Size>(
-    acc: Vector<f32, R>,
-    bias: &Tensor<E>,
-    bias_offset: usize,
-    smem_bias: &[E],
-    output: &mut TensorMap<E, Tiled>,
-    smem_c: &mut [E],
-    smem_c_address: u32,
-    mask: &mut Tensor<u32>,
-    batch: usize,
-    row0: usize,
-    col0: usize,
-    m: usize,
-    n: usize,
-    warpgroup: u32,
-    #[comptime] config: KernelConfig,
-) {
-    let rank = bias.rank();
-    let (bias_sm, bias_sn) = (bias.stride(rank - 2), bias.stride(rank - 1));
-
-    let unit = (UNIT_POS % 128) as usize;
-    let lane = unit % 32;
-    let local_row = (unit / 32) * 16 + lane / 4;
-    let local_col = 2 * (lane % 4);
-    let row_base = row0 + warpgroup as usize * 64;
-    // `stmatrix .x4` writes four 8 x 8 blocks; lanes `8 j..8 j + 7` address the rows of block
-    // `j`, which is block row `j % 2` (8 rows apart) of column group `j / 2`.
-    let block = lane / 8;
-    let address_row = (unit / 32) * 16 + (block % 2) * 8 + lane % 8;
-    let (chunk_cols, out_chunk) = comptime![(config.tile_k(), config.out_chunk())];
-    #[unroll]
-    for chunk in 0..comptime![config.tile.n / chunk_cols] {
-        let buffer = (warpgroup as usize * 2 + comptime![chunk % 2]) * out_chunk;
-        // The store issued from this buffer two chunks ago must have read it.
-        if unit == 0 {
-            wait_stores_read_but_one();
-        }
-        warpgroup_barrier(warpgroup);
-        // Under `BiasReluMask`, the unit's mask bits of the chunk: word `2 h + w` holds row
-        // `local_row + 8 h`, columns `32 w..32 w + 31` of the chunk.
-        let mut words = Array::<u32>::new(4usize);
-        #[unroll]
-        for word in 0..4usize {
-            words[word] = 0u32;
-        }
-        #[unroll]
-        for pair in 0..comptime![chunk_cols / 16] {
-            // Eight values: column groups `2 pair` and `2 pair + 1`, rows `h = 0, 1`, two
-            // adjacent columns each, in `stmatrix`'s block order.
-            let mut values = Vector::<f32, Const<8>>::empty();
-            #[unroll]
-            for j in 0..4usize {
-                let jj = comptime![2 * pair + j / 2];
-                let h = comptime![j % 2];
-                #[unroll]
-                for e in 0..2usize {
-                    let chunk_col = local_col + comptime![8 * jj + e];
-                    let col = col0 + comptime![chunk * chunk_cols] + chunk_col;
-                    let nth = comptime![4 * (chunk * chunk_cols / 8 + jj) + 2 * h + e];
-                    let mut value = acc.extract(nth);
-                    if comptime![config.epilogue.bias_relu()] {
-                        if comptime![config.bias_row_broadcast] {
-                            let at = warpgroup as usize * comptime![config.tile.n]
-                                + comptime![chunk * chunk_cols]
-                                + chunk_col;
-                            value += f32::cast_from(smem_bias[at]);
-                        } else {
-                            let row = row_base + local_row + comptime![8 * h];
-                            if row < m && col < n {
-                                value += f32::cast_from(
-                                    bias[bias_offset + row * bias_sm + col * bias_sn],
-                                );
-                            }
-                        }
-                        value = relu(value);
-                    }
-                    if comptime![config.epilogue.writes_mask()] {
-                        // The bit follows the stored value, as the backward reads it.
-                        let keep = select(E::cast_from(value) <= E::from_int(0), 0u32, 1u32);
-                        let bit = local_col as u32 + comptime![(8 * (jj % 4) + e) as u32];
-                        words[comptime![2 * h + jj / 4]] |= keep << bit;
-                    }
-                    if comptime![config.operand.half()] {
-                        values.insert(comptime![2 * j + e], value);
-                    } else {
-                        // f32: the unit writes its element itself. 128-byte swizzle: the
-                        // 16-byte group (four elements) of a line moves by the line's index
-                        // modulo 8, which is `local_row % 8` for both `h`.
-                        let line = local_row + comptime![8 * h];
-                        let group = (chunk_col / 4) ^ (local_row % 8);
-                        smem_c[buffer + line * chunk_cols + group * 4 + chunk_col % 4] =
-                            E::cast_from(value);
-                    }
-                }
-            }
-            if comptime![config.operand.half()] {
-                // 128-byte swizzle: the 16-byte group of a line moves by the line's index
-                // modulo 8.
-                let group = (comptime![2 * pair] + block / 2) ^ (address_row % 8);
-                let address =
-                    smem_c_address + ((buffer + address_row * chunk_cols + group * 8) * 2) as u32;
-                store_matrix_x4(address, values, comptime![config.operand == Operand::Bf16]);
-            }
-        }
-        if comptime![config.epilogue.writes_mask()] {
-            store_mask_words(
-                &words,
-                mask,
-                batch,
-                row_base + local_row,
-                (col0 + comptime![chunk * chunk_cols]) / 32,
-                m,
-                lane,
-                comptime![chunk_cols / 32],
-            );
-        }
-        // The TMA engine reads shared memory through the async proxy.
-        fence_proxy_async();
-        warpgroup_barrier(warpgroup);
-        if unit == 0 {
-            store_3d::<E>(
-                output,
-                smem_c_address + (buffer * comptime![config.operand.bytes()]) as u32,
-                batch as i32,
-                row_base as i32,
-                (col0 + comptime![chunk * chunk_cols]) as i32,
-            );
-        }
-    }
-}
-
-/// Stores a chunk's mask words (`words`, as [`store_tile`] fills them). The four units of a
-/// quad (`lane % 4`) hold disjoint bits of the same words, so they OR them together, and unit
-/// `q` of the quad stores word `q`: row `row + 8 (q / 2)`, word `first_word + q % 2` of the
-/// row, when both are inside the mask and the word is one of the chunk's `chunk_words` (two
-/// for a 64-column chunk of half-precision elements, one for a 32-column f32 chunk).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn store_mask_words(
-    words: &Array<u32>,
-    mask: &mut Tensor<u32>,
-    batch: usize,
-    row: usize,
-    first_word: usize,
-    m: usize,
-    lane: usize,
-    #[comptime] chunk_words: usize,
-) {
-    let row_words = mask.shape(mask.rank() - 1);
-    let quad = lane % 4;
-    let mut mine = 0u32;
-    #[unroll]
-    for word in 0..4usize {
-        let mut value = words[word];
-        value |= plane_shuffle_xor(value, 1u32);
-        value |= plane_shuffle_xor(value, 2u32);
-        mine = select(quad == word, value, mine);
-    }
-    let row = row + 8 * (quad / 2);
-    let word = first_word + quad % 2;
-    if row < m && word < row_words && quad % 2 < chunk_words {
-        mask[(batch * m + row) * row_words + word] = mine;
-    }
-}
-
-/// Synchronises the 128 units of consumer warpgroup `warpgroup` (named barrier `1 +
-/// warpgroup`; barrier 0 is the whole cube's, which the producer never joins).
-#[cube]
-pub(crate) fn warpgroup_barrier(warpgroup: u32) {
-    let id = warpgroup + 1;
-    gpu_asm!("bar.sync {id}, 128;", id = in(_) id);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::hopper::plan::Schedule;
-
-    #[test]
-    fn a_split_k_clusters_first_cube_has_a_slot_for_every_other_cubes_sums() {
-        for (operand, tile) in [Operand::Bf16, Operand::F16, Operand::Tf32]
-            .into_iter()
-            .flat_map(|operand| Schedule::split_tiles().map(move |tile| (operand, tile)))
-        {
-            let config = KernelConfig {
-                tile,
-                lhs_m_major: false,
-                rhs_k_major: true,
-                lhs_batched: false,
-                rhs_batched: false,
-                operand,
-                bias_row_broadcast: true,
-                splits: Schedule::MAX_SPLITS,
-                epilogue: Epilogue::BiasRelu,
-            };
-            let needed = (config.splits - 1) * config.tile.consumers();
-            assert!(config.slots() >= needed, "{config:?}: {}", config.slots());
-            // The slots in the `lhs` ring end within it.
-            let lhs_ring = config.tile.stages * config.a_stage() * operand.bytes();
-            assert!(config.slots_in_lhs_ring() * slot_bytes(config.tile.n / 2) <= lhs_ring);
-        }
-    }
 }
