@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Builds the Hopper kernel's dumped CUDA sources to machine code without a GPU, the way they
-are built on the device, and reports what decides its speed: registers, spills, warpgroup MMAs
+"""Builds the Hopper kernels' dumped CUDA sources to machine code without a GPU, the way they
+are built on the device, and reports what decides their speed: registers, spills, warpgroup MMAs
 the assembler serialised (ptxas's C75xx notes), and in the SASS the `HGMMA`s, the waits after
-them (`WARPGROUP.DEPBAR`), local loads (`LDL`) and calls (`CALL`).
+them (`WARPGROUP.DEPBAR`), local loads and stores (`LDL`, `STL`) and calls (`CALL`). A kernel is
+sound when it builds, spills nothing, touches no local memory, has no serialised MMA, and issues
+`HGMMA` wherever its source uses `wgmma`.
 
 On the device, cubecl-cuda compiles a kernel's CUDA C++ with NVRTC (for `sm_90a`, with
 `-lineinfo`), then has the driver assemble the PTX through its linker (`cuLinkCreate`), which
@@ -12,20 +14,18 @@ the 64-bit division subroutine, where relocatable code calls it, and any call in
 the assembler serialise every warpgroup MMA of that kernel (C7509, "serialized due to the
 presence of Extern calls").
 
-    FMAR_HOPPER_SOURCE_DIR=/tmp/src cargo test --release -p fmar-kernel --features cuda source
+    FMAR_HOPPER_SOURCE_DIR=/tmp/src cargo test -p fmar-kernel --lib sources
     python3 -m venv /tmp/cu130 && /tmp/cu130/bin/pip install "nvidia-cuda-nvrtc==13.0.*" \\
-        "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-cccl==13.0.*"
-    python3 -m venv /tmp/cudatools && /tmp/cudatools/bin/pip install nvidia-cuda-cuobjdump \\
-        nvidia-cuda-nvdisasm
-    PATH=$(echo /tmp/cudatools/lib/python3*/site-packages/nvidia/cu13/bin):$PATH \\
-        python3 bench/scripts/offline_sass.py \\
+        "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-cccl==13.0.*" nvidia-cuda-cuobjdump
+    python3 bench/scripts/offline_sass.py \\
         --cuda /tmp/cu130/lib/python3*/site-packages/nvidia/cu13 /tmp/src/*.cu
 
 `--cuda` is a folder with `lib/libnvrtc.so.*`, `include/` and `bin/ptxas`: the CUDA wheels'
 `nvidia/cu13`, or a toolkit. Take NVRTC and `ptxas` of the device driver's CUDA version (13.0
-for the H200's driver 580). `cuobjdump` and `nvdisasm` (any recent version) come from the same
-`bin/` or from `PATH`.
-Exits with 1 if any kernel was serialised, spilled or failed to build.
+for the H200's driver 580). `cuobjdump` comes from the same `bin/` or from `PATH`. No GPU is
+needed: `.ci/run` runs exactly this.
+`--quiet` prints only the kernels that are not sound, and a count.
+Exits with 1 if any kernel is not sound.
 """
 
 import argparse
@@ -108,30 +108,39 @@ def report(cuda, nvrtc, source):
                                    + os.environ.get("PATH", "")})
         if sass.returncode:
             return f"{name}: cuobjdump failed: {sass.stderr[-500:]}", False
-        hgmma, depbar, ldl, call = (len(re.findall(pattern, sass.stdout)) for pattern in
-                                    (r"HGMMA", r"WARPGROUP\.DEPBAR", r"\bLDL", r"\bCALL"))
-        spilled = spills is not None and (int(spills.group(1)) or int(spills.group(2)))
+        hgmma, depbar, ldl, stl, call = (
+            len(re.findall(pattern, sass.stdout)) for pattern in
+            (r"HGMMA", r"WARPGROUP\.DEPBAR", r"\bLDL", r"\bSTL", r"\bCALL"))
+        spilled = spills is None or int(spills.group(1)) or int(spills.group(2))
+        with open(source) as f:
+            uses_wgmma = "wgmma.mma_async" in f.read()
         line = (f"{name}: {registers.group(1) if registers else '?'} registers, "
                 f"spills {spills.group(1) + '/' + spills.group(2) if spills else '?'} bytes, "
-                f"HGMMA {hgmma}, WARPGROUP.DEPBAR {depbar}, LDL {ldl}, CALL {call}")
+                f"HGMMA {hgmma}, WARPGROUP.DEPBAR {depbar}, LDL {ldl}, STL {stl}, CALL {call}")
         for code, reason in notes:
             line += f"; {code} serialized due to {reason}"
-        return line, not notes and not spilled
+        if uses_wgmma and not hgmma:
+            line += "; wgmma in the source but no HGMMA in the SASS"
+        sound = not notes and not spilled and not ldl and not stl and (hgmma or not uses_wgmma)
+        return line, sound
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cuda", required=True, help="folder with lib/, include/ and bin/")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--quiet", action="store_true", help="print only unsound kernels")
     parser.add_argument("sources", nargs="+", help="dumped .cu files")
     args = parser.parse_args()
     nvrtc = load_nvrtc(args.cuda)
-    sound = True
+    unsound = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for line, ok in pool.map(lambda s: report(args.cuda, nvrtc, s), args.sources):
-            print(("   " if ok else "!! ") + line, flush=True)
-            sound &= ok
-    sys.exit(0 if sound else 1)
+            if not ok or not args.quiet:
+                print(("   " if ok else "!! ") + line, flush=True)
+            unsound += not ok
+    print(f"{len(args.sources) - unsound} of {len(args.sources)} kernels sound", flush=True)
+    sys.exit(1 if unsound else 0)
 
 
 if __name__ == "__main__":
