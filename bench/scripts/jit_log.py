@@ -6,9 +6,9 @@ says of it: registers, spills, and why it serialised warpgroup MMAs where it did
 driver no info log, so this is the way to read it.
 
 The driver's linker assembles relocatable code, as `ptxas -c` does, not a whole program, and
-the two can build the same PTX differently (docs/hopper-kernel.md, step 18): the SASS that runs
-is the driver's. `offline_sass.py` comes near it without a GPU. Writes the machine code the
-driver built next to each input (`.cubin`), for `cuobjdump -sass`.
+the two can build the same PTX differently (docs/hopper-kernel.md, "Reading the kernel without
+the device"): the SASS that runs is the driver's. `offline_sass.py` comes near it without a GPU.
+Writes the machine code the driver built next to each input (`.cubin`), for `cuobjdump -sass`.
 
     CUBECL_CUDA_DUMP_PTX=/tmp/ptx <a program that launches the kernel>
     python3 bench/scripts/jit_log.py /tmp/ptx/*.ptx            # as cubecl assembles it

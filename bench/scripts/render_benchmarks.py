@@ -27,7 +27,7 @@ The page: a header naming, per report, the device, date, commit and command; per
 table for the forward and one for the forward + backward (when measured), rows grouped by row
 group; the chart of forward TFLOP/s (an SVG written beside the page, see bench_chart.py); the
 "what bounds it" paragraphs of the groups that appear; how to reproduce; a link to the runs
-folder, which holds the history.
+folder, which holds the runs' raw output.
 """
 
 import argparse
@@ -430,8 +430,8 @@ def render(args):
     runs_link = link(args.runs, page_dir).rstrip("/") + "/"
     out += [
         "",
-        f"Earlier runs, experiments and every raw log are in [{runs_link}]({runs_link}), one folder",
-        "per run, each with a README naming its commit and command.",
+        f"The runs these figures cite, with their raw logs, are in [{runs_link}]({runs_link}), one",
+        "folder per run, each with a README naming its commit and command.",
     ]
 
     for run in runs:
