@@ -117,7 +117,7 @@ pub(crate) const TABLE: [Row; 10] = [
         }),
         when: |client, p| {
             p.dims.m * p.dims.n * p.dims.k >= TENSOR_CORE_MIN_MNK
-                && has_tensor_cores(client, p.dtype)
+                && has_tensor_cores(client, p.dtype, p.allow_tf32)
         },
         why: "off Hopper, tensor cores for the dtype (f32 as TF32 where cubek allows it) and at \
               least 2^27 multiply-adds: Burn's own matmul routine with fmar's epilogue, where the \
@@ -187,10 +187,9 @@ pub(crate) fn launch_heuristic(client: &Client, problem: &Problem) -> Result<(),
     }))
 }
 
-/// Whether the device has tensor cores for `dtype`.
-fn has_tensor_cores(client: &Client, dtype: ElemType) -> bool {
+/// Whether the device has tensor cores for `dtype` (f32 as TF32 where `allow_tf32`).
+fn has_tensor_cores(client: &Client, dtype: ElemType, allow_tf32: bool) -> bool {
     let features = &client.properties().features.matmul;
-    let allow_tf32 = cubek_std::config::MatmulConfig::get().allow_tf32;
     features
         .mma
         .iter()

@@ -17,14 +17,14 @@ use cubecl::client::Client;
 /// mask from its output.
 pub(crate) fn run(client: &Client, problem: &Problem, variant: Variant) -> Result<(), LaunchError> {
     if problem.epilogue == Epilogue::Plain {
-        let reason = if variant.hopper_path().is_none() {
-            "runs the fused operation, not a plain product"
+        let declined = if variant.hopper_path().is_none() {
+            Some("runs the fused operation, not a plain product")
         } else if problem.dims.k == 0 {
-            "k = 0: the product is zeros, with nothing for the TMA engine to read"
+            Some("k = 0: the product is zeros, with nothing for the TMA engine to read")
         } else {
-            ""
+            None
         };
-        if !reason.is_empty() {
+        if let Some(reason) = declined {
             return Err(LaunchError::Unavailable {
                 variant,
                 reason: reason.into(),
