@@ -13,11 +13,14 @@ pub mod cases;
 pub mod check;
 pub mod data;
 pub mod layout;
+pub mod non_finite;
 pub mod reference;
+pub mod serial;
 pub mod tolerance;
 
 pub use cases::{Case, Layout, case, case_count, for_random_cases};
 pub use check::{Outcome, check_outcome};
 pub use data::{Precision, Rng, should_run};
+pub use non_finite::{ValueClass, classes, finite_forward_scale, non_finite_problem};
 pub use reference::{Gradients, HostTensor, Problem};
 pub use tolerance::{Tolerance, Tolerances, assert_close, tf32_matmuls, worst_relative_error};

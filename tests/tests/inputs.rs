@@ -213,62 +213,100 @@ fn zero_sizes_are_legal() {
     }
 }
 
-/// What the reference does with non-finite values, fmar does too: IEEE arithmetic through the
-/// dot product and the bias (NaN is sticky, inf * 0 and inf - inf are NaN), then
-/// `relu(x) = x <= 0 ? 0 : x`, so NaN stays NaN, +inf stays +inf and -inf becomes 0.
+/// What the reference does with non-finite values, fmar does too, on every device this machine
+/// has (the default one, and wgpu's adapter, over Vulkan or OpenGL, where one answers): IEEE
+/// arithmetic through the dot product and the bias, then `relu(x) = x <= 0 ? 0 : x`, so NaN
+/// stays NaN, +inf stays +inf and -inf becomes 0; the gradients are Burn's composition's, class
+/// for class (NaN, infinities, zeros) and within tolerance elsewhere.
 #[test]
 fn nan_and_infinities_behave_as_the_reference() {
     let _guard = counters();
-    let device = Device::default();
-    let mut rng = Rng::fresh();
-    let (m, k, n) = (6, 5, 7);
-    let mut lhs = HostTensor::random(&[1, m, k], &mut rng, Precision::F32);
-    let mut rhs = HostTensor::random(&[1, k, n], &mut rng, Precision::F32);
-    let mut bias = HostTensor::random(&[1, m, n], &mut rng, Precision::F32);
-    lhs.data[0] = f64::NAN; // row 0: NaN everywhere
-    lhs.data[k + 1] = f64::INFINITY; // row 1: +-inf by the sign of rhs[1, j]
-    rhs.data[2 * n + 3] = f64::NEG_INFINITY; // column 3: -+inf by the sign of lhs[i, 2]
-    rhs.data[4 * n + 5] = 0.0;
-    lhs.data[2 * k + 4] = f64::INFINITY; // inf * 0 = NaN at (2, 5)
-    bias.data[4 * n + 6] = f64::INFINITY;
-    bias.data[5 * n] = f64::NEG_INFINITY;
-    let problem = Problem::new(lhs, rhs, bias);
-    for precision in [Precision::F32, Precision::F16] {
-        if !runs(precision) {
-            continue;
+    let mut devices = vec![(Device::default(), true)];
+    if let Some(wgpu) = wgpu_device().filter(|wgpu| *wgpu != devices[0].0) {
+        devices.push((wgpu, false));
+    }
+    for (device, default) in devices {
+        for precision in [Precision::F32, Precision::F16] {
+            let supported = device.supports_dtype(common::dtype(precision));
+            let runs = if default { runs(precision) } else { supported };
+            if !runs {
+                continue;
+            }
+            for (batch, dims) in [(1, (6, 5, 7)), (2, (37, 70, 41))] {
+                non_finite_like_the_reference(&device, precision, batch, dims);
+            }
         }
-        let inputs = || {
-            (
-                tensor::<3>(&problem.lhs, &device, precision),
-                tensor::<3>(&problem.rhs, &device, precision),
-                tensor::<3>(&problem.bias, &device, precision),
-            )
-        };
-        let (l, r, b) = inputs();
-        let fmar = values(matmul_add_relu(l, r, b));
-        let (l, r, b) = inputs();
-        let reference = values(matmul_add_relu_reference(l, r, b));
-        let classes = |v: &[f64]| -> Vec<&'static str> {
-            v.iter()
-                .map(|x| match x {
-                    x if x.is_nan() => "nan",
-                    x if *x == f64::INFINITY => "+inf",
-                    x if *x == 0.0 => "0",
-                    _ => "finite",
-                })
-                .collect()
-        };
+    }
+}
+
+/// wgpu's default adapter, where one answers.
+fn wgpu_device() -> Option<Device> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let opened = std::panic::catch_unwind(|| {
+        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        Tensor::<1>::zeros([1], &device).into_data();
+        device
+    });
+    std::panic::set_hook(hook);
+    opened.ok()
+}
+
+fn non_finite_like_the_reference(
+    device: &Device,
+    precision: Precision,
+    batch: usize,
+    dims: (usize, usize, usize),
+) {
+    let mut rng = Rng::fresh();
+    let problem = fmar_tests::non_finite_problem(batch, dims, &mut rng, precision);
+    let upstream = HostTensor::random(&problem.output.shape, &mut rng, precision);
+    let what = |op: &str| {
+        format!(
+            "{op} {precision:?} {dims:?} on {device:?} (seed {})",
+            rng.seed()
+        )
+    };
+    let [output, grads @ ..] =
+        common::forward_backward(matmul_add_relu, &problem, &upstream, device, precision);
+    let [reference, reference_grads @ ..] = common::forward_backward(
+        matmul_add_relu_reference,
+        &problem,
+        &upstream,
+        device,
+        precision,
+    );
+    let classes = fmar_tests::classes;
+    assert_eq!(
+        classes(&output),
+        classes(&reference),
+        "{}",
+        what("fmar vs Burn's composition")
+    );
+    assert_eq!(
+        classes(&output),
+        classes(&problem.output.data),
+        "{}",
+        what("fmar vs f64")
+    );
+    let tolerance = Tolerances::new(precision, tf32_matmuls()).forward;
+    fmar_tests::assert_close(
+        &what("fmar's output"),
+        &output,
+        &problem.output.data,
+        tolerance,
+        fmar_tests::finite_forward_scale(&problem),
+        rng.seed(),
+    );
+    for (index, name) in ["lhs", "rhs", "bias"].into_iter().enumerate() {
         assert_eq!(
-            classes(&fmar),
-            classes(&reference),
-            "{precision:?}: fmar vs Burn's reference"
+            classes(&grads[index]),
+            classes(&reference_grads[index]),
+            "{}",
+            what(&format!(
+                "the gradient of {name}, fmar vs Burn's composition"
+            ))
         );
-        assert_eq!(
-            classes(&fmar),
-            classes(&problem.output.data),
-            "{precision:?}: fmar vs f64"
-        );
-        assert!(classes(&fmar).contains(&"nan") && classes(&fmar).contains(&"+inf"));
     }
 }
 

@@ -51,6 +51,13 @@ fn device() -> CubeDevice {
     CubeDevice::Wgpu(Default::default())
 }
 
+/// The device to this test alone where the adapter needs it (wgpu over OpenGL: see
+/// `fmar_tests::serial`).
+fn one_at_a_time() -> Option<std::sync::MutexGuard<'static, ()>> {
+    use fmar_tests::serial;
+    serial::one_at_a_time(serial::needs_one_at_a_time(device().client().name()))
+}
+
 fn upload<B: Backend<Device = CubeDevice>>(host: &HostTensor) -> FloatTensor<B> {
     primitive::<B>(host, &device(), Precision::F32)
 }
@@ -99,12 +106,14 @@ fn check<C: CheckpointStrategy>(lhs: &[usize], rhs: &[usize], bias: &[usize], tr
 
 #[test]
 fn all_three_gradients_match_f64() {
+    let _device = one_at_a_time();
     check::<NoCheckpointing>(&[2, 17, 33], &[2, 33, 5], &[2, 17, 5], [true; 3]);
     check::<NoCheckpointing>(&[1, 1, 1], &[1, 1, 1], &[1, 1, 1], [true; 3]);
 }
 
 #[test]
 fn broadcast_batches_reduce_their_gradients() {
+    let _device = one_at_a_time();
     check::<NoCheckpointing>(&[1, 9, 4], &[3, 4, 6], &[3, 9, 6], [true; 3]);
     check::<NoCheckpointing>(&[3, 9, 4], &[1, 4, 6], &[3, 9, 6], [true; 3]);
     // A weight shared by every batch: its gradient is one product over the folded batch.
@@ -114,6 +123,7 @@ fn broadcast_batches_reduce_their_gradients() {
 
 #[test]
 fn bias_gradient_comes_back_in_the_bias_shape() {
+    let _device = one_at_a_time();
     for bias in [&[6][..], &[1, 6], &[3, 1, 6], &[9, 1], &[1]] {
         check::<NoCheckpointing>(&[3, 9, 4], &[1, 4, 6], bias, [true; 3]);
     }
@@ -121,6 +131,7 @@ fn bias_gradient_comes_back_in_the_bias_shape() {
 
 #[test]
 fn untracked_inputs_get_no_gradient() {
+    let _device = one_at_a_time();
     for tracked in [
         [true, false, false],
         [false, true, false],
@@ -132,12 +143,14 @@ fn untracked_inputs_get_no_gradient() {
 
 #[test]
 fn balanced_checkpointing_keeps_gradients_correct() {
+    let _device = one_at_a_time();
     check::<BalancedCheckpointing>(&[2, 17, 9], &[2, 9, 11], &[11], [true; 3]);
     check::<BalancedCheckpointing>(&[1, 8, 4], &[3, 4, 6], &[3, 8, 6], [true, true, false]);
 }
 
 #[test]
 fn zero_sizes_give_zero_or_empty_gradients() {
+    let _device = one_at_a_time();
     check::<NoCheckpointing>(&[2, 3, 0], &[2, 0, 4], &[4], [true; 3]);
     check::<NoCheckpointing>(&[2, 0, 5], &[2, 5, 3], &[3], [true; 3]);
     check::<NoCheckpointing>(&[2, 4, 5], &[2, 5, 0], &[0], [true; 3]);

@@ -13,6 +13,13 @@ fn device() -> CubeDevice {
     CubeDevice::Wgpu(Default::default())
 }
 
+/// The device to this test alone where the adapter needs it (wgpu over OpenGL: see
+/// `fmar_tests::serial`).
+fn one_at_a_time() -> Option<std::sync::MutexGuard<'static, ()>> {
+    use fmar_tests::serial;
+    serial::one_at_a_time(serial::needs_one_at_a_time(device().client().name()))
+}
+
 fn upload(host: &HostTensor, precision: Precision) -> CubeTensor {
     primitive::<CubeBackend>(host, &device(), precision)
 }
@@ -45,6 +52,7 @@ fn check(lhs: &[usize], rhs: &[usize]) {
 
 #[test]
 fn direct_execution_matches_f64_loop() {
+    let _device = one_at_a_time();
     check(&[1, 17, 33], &[1, 33, 5]);
     check(&[3, 65, 7], &[3, 7, 129]);
     check(&[1, 1, 1], &[1, 1, 1]);
@@ -52,6 +60,7 @@ fn direct_execution_matches_f64_loop() {
 
 #[test]
 fn direct_execution_broadcasts_batches() {
+    let _device = one_at_a_time();
     check(&[1, 12, 8], &[4, 8, 6]);
     check(&[4, 12, 8], &[1, 8, 6]);
 }

@@ -8,6 +8,11 @@
 //! and `-0` becomes `+0`. A hardware `max` would leave NaN to the backend's whim. The mask bit
 //! follows the stored value as the backward reads it: set where the output is not `<= 0`
 //! (positive, or NaN).
+//!
+//! The ReLU asks `is_nan` as well as `<= 0`. Under IEEE comparisons the extra test changes
+//! nothing (`NaN <= 0` is already false), but a shader compiler may assume that no value is NaN:
+//! on llvmpipe over OpenGL, `x <= 0 ? 0 : x` came out as `max(x, 0)`, which is 0 for NaN.
+//! cubecl's WGSL `is_nan` tests the bits, which no such assumption removes.
 
 use crate::common::batch_offset;
 use crate::contract::Dims;
@@ -48,14 +53,14 @@ pub(crate) fn bias_row_broadcast(bias: &TensorBinding, dims: &Dims, epilogue: Ep
 /// Burn's ReLU (see the module's doc).
 #[cube]
 pub(crate) fn relu(x: f32) -> f32 {
-    select(x <= 0.0, 0.0, x)
+    select(x <= 0.0 && !x.is_nan(), 0.0, x)
 }
 
 /// Burn's ReLU on each element of a vector.
 #[cube]
 pub(crate) fn relu_vector<N: Size>(x: Vector<f32, N>) -> Vector<f32, N> {
     let zero = Vector::<f32, N>::new(0.0);
-    select_many(x.less_equal(&zero), zero, x)
+    select_many(x.is_nan(), x, select_many(x.less_equal(&zero), zero, x))
 }
 
 /// An output element's value from its f32 sum: `relu(sum + bias)` under the fused epilogues,

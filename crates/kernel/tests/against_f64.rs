@@ -104,6 +104,7 @@ mod seed_kernel {
 /// the very same check on the very same data.
 #[test]
 fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
+    let _device = contract::one_at_a_time();
     if !should_run(Precision::F16, contract::supports(Precision::F16)) {
         return;
     }
@@ -153,6 +154,7 @@ fn f16_tolerance_catches_an_f16_accumulator_at_k_4096() {
 /// (`hopper_paths.rs` runs each path pinned.)
 #[test]
 fn hopper_runs_exactly_where_the_device_has_it() {
+    let _device = contract::one_at_a_time();
     use contract::{client, download, elem_type};
     let client = client();
     let hopper_device = hopper_device(&client);
@@ -232,6 +234,7 @@ fn hopper_runs_exactly_where_the_device_has_it() {
 /// itself unavailable.
 #[test]
 fn few_row_f32_runs_on_hopper_whatever_its_strides() {
+    let _device = contract::one_at_a_time();
     let problems: &[FewRowProblem] = &[
         (&[1, 7, 1001], &[1, 1001, 2055], &[2055], false),
         (&[3, 16, 517], &[1, 517, 1030], &[3, 16, 1030], true),
@@ -292,6 +295,7 @@ fn few_row_f32_runs_on_hopper_whatever_its_strides() {
 /// few enough rows that `k` is split across cubes.
 #[test]
 fn hopper_product_runs_exactly_where_the_device_has_it() {
+    let _device = contract::one_at_a_time();
     use contract::{client, download, elem_type};
     let client = client();
     let hopper_device = hopper_device(&client);
@@ -379,6 +383,7 @@ fn hopper_precisions(hopper_device: bool) -> Vec<Precision> {
 /// subgroups have no fixed list here, and the test says so.
 #[test]
 fn each_variant_runs_exactly_where_expected() {
+    let _device = contract::one_at_a_time();
     use contract::{binding, client, upload};
     use cubecl::ir::features::Plane;
     use kernel::Variant;
@@ -448,6 +453,7 @@ fn each_variant_runs_exactly_where_expected() {
 /// Every dtype the device runs.
 #[test]
 fn mask_follows_the_stored_output_and_gates_the_gradient() {
+    let _device = contract::one_at_a_time();
     use contract::{binding, client, download, elem_type, upload};
     let client = client();
     let hopper_device = hopper_device(&client);

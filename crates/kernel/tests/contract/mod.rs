@@ -56,6 +56,9 @@ use fmar_tests::{
 };
 use std::fmt::Display;
 
+mod non_finite;
+pub use non_finite::non_finite_values_follow_ieee_then_relu;
+
 /// The launch under test: the crate's two entry points and the variants to run.
 pub struct Kernel<V: 'static> {
     /// `launch`: checks the contract, then runs the variant the crate picks.
@@ -99,12 +102,14 @@ macro_rules! contract_tests {
             every_operand_may_be_transposed_sliced_or_strided,
             bias_broadcasts_from_any_lower_rank,
             random_cases_through_the_launch,
+            non_finite_values_follow_ieee_then_relu,
         );
     };
     (@tests $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
+                let _device = $crate::contract::one_at_a_time();
                 $crate::contract::$name(&kernel());
             }
         )*
@@ -158,6 +163,12 @@ pub fn client() -> Client {
         return cubecl::Device::Cuda(cubecl::cuda::CudaDevice::new(0)).client();
     }
     cubecl::Device::Wgpu(WgpuDevice::default()).client()
+}
+
+/// The device to this test alone where the adapter needs it (wgpu over OpenGL: see
+/// `fmar_tests::serial`), else `None`.
+pub fn one_at_a_time() -> Option<std::sync::MutexGuard<'static, ()>> {
+    fmar_tests::serial::one_at_a_time(fmar_tests::serial::needs_one_at_a_time(client().name()))
 }
 
 /// The tolerance of a launch's `precision` results on this device: on CUDA, f32 problems may

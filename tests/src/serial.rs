@@ -1,0 +1,47 @@
+//! Device work one test at a time, on the adapters that need it.
+//!
+//! wgpu's OpenGL backend shares one GL context between threads and gives up waiting for it after
+//! a few seconds ("Could not lock adapter context"). On a software driver (llvmpipe) one test's
+//! submission can hold the context that long, so tests that run on GL at once fail at random.
+//! Each test that works on a device holds [`one_at_a_time`] for it; on every other adapter the
+//! guard is `None` and tests run side by side as usual.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+static DEVICE: Mutex<()> = Mutex::new(());
+
+/// Whether the runtime cubecl names `runtime_name` (`Client::name`) takes device work from one
+/// thread at a time: wgpu over OpenGL (`wgpu<wgsl-gl>`).
+pub fn needs_one_at_a_time(runtime_name: &str) -> bool {
+    runtime_name.starts_with("wgpu") && runtime_name.ends_with("-gl>")
+}
+
+/// The process's device lock when `needed`, else `None`. A test that panicked while holding it
+/// leaves it usable for the next.
+pub fn one_at_a_time(needed: bool) -> Option<MutexGuard<'static, ()>> {
+    needed.then(|| DEVICE.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_gl_is_serialized() {
+        assert!(needs_one_at_a_time("wgpu<wgsl-gl>"));
+        for other in [
+            "wgpu<spirv>",
+            "wgpu<wgsl-vulkan>",
+            "wgpu<wgsl-metal>",
+            "cuda",
+            "cpu",
+        ] {
+            assert!(!needs_one_at_a_time(other), "{other}");
+        }
+        assert!(one_at_a_time(false).is_none());
+        let first = one_at_a_time(true);
+        assert!(first.is_some());
+        drop(first);
+        assert!(one_at_a_time(true).is_some(), "released when dropped");
+    }
+}
