@@ -9,10 +9,13 @@
 //! follows the stored value as the backward reads it: set where the output is not `<= 0`
 //! (positive, or NaN).
 //!
-//! The ReLU asks `is_nan` as well as `<= 0`. Under IEEE comparisons the extra test changes
-//! nothing (`NaN <= 0` is already false), but a shader compiler may assume that no value is NaN:
-//! on llvmpipe over OpenGL, `x <= 0 ? 0 : x` came out as `max(x, 0)`, which is 0 for NaN.
-//! cubecl's WGSL `is_nan` tests the bits, which no such assumption removes.
+//! The portable kernels' ReLU ([`portable_relu`], [`relu_vector`]) asks `is_nan` as well as
+//! `<= 0`. Under IEEE comparisons the extra test changes nothing (`NaN <= 0` is already false),
+//! but a shader compiler may assume that no value is NaN: on llvmpipe over OpenGL,
+//! `x <= 0 ? 0 : x` came out as `max(x, 0)`, which is 0 for NaN. cubecl's WGSL `is_nan` tests
+//! the bits, which no such assumption removes. The Hopper kernels run only through NVRTC, which
+//! keeps IEEE comparisons, and there the extra test is not folded away (it adds hundreds of
+//! instructions to a tile's epilogue), so they use the plain [`relu`].
 
 use crate::common::batch_offset;
 use crate::contract::Dims;
@@ -50,13 +53,19 @@ pub(crate) fn bias_row_broadcast(bias: &TensorBinding, dims: &Dims, epilogue: Ep
     epilogue.bias_relu() && (bias.strides[rank - 2] == 0 || dims.m == 1)
 }
 
-/// Burn's ReLU (see the module's doc).
+/// Burn's ReLU for a compiler that keeps IEEE comparisons (CUDA's; see the module's doc).
 #[cube]
 pub(crate) fn relu(x: f32) -> f32 {
+    select(x <= 0.0, 0.0, x)
+}
+
+/// Burn's ReLU for any compiler, one that may assume no NaN included (see the module's doc).
+#[cube]
+pub(crate) fn portable_relu(x: f32) -> f32 {
     select(x <= 0.0 && !x.is_nan(), 0.0, x)
 }
 
-/// Burn's ReLU on each element of a vector.
+/// [`portable_relu`] on each element of a vector.
 #[cube]
 pub(crate) fn relu_vector<N: Size>(x: Vector<f32, N>) -> Vector<f32, N> {
     let zero = Vector::<f32, N>::new(0.0);

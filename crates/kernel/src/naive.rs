@@ -3,7 +3,7 @@
 
 use crate::Operands;
 use crate::common::{batch_offsets, tile_walk_setup};
-use crate::epilogue::{Epilogue, finish_sum};
+use crate::epilogue::portable_relu;
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
@@ -59,7 +59,7 @@ fn fused_matmul_add_relu_naive<F: Float>(
                 sum += a * b;
             }
             let bias = f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
-            let value = finish_sum(sum, bias, Epilogue::BiasRelu);
+            let value = portable_relu(sum + bias);
             output[batch * m * n + row * n + col] = F::cast_from(value);
         }
         tile_id += CUBE_COUNT;

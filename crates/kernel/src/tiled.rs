@@ -5,7 +5,7 @@
 
 use crate::Operands;
 use crate::common::{batch_offsets, tile_walk_setup};
-use crate::epilogue::{Epilogue, finish_sum};
+use crate::epilogue::portable_relu;
 use cubecl::client::Client;
 use cubecl::ir::ElemType;
 use cubecl::prelude::*;
@@ -137,7 +137,7 @@ fn fused_matmul_add_relu_tiled<F: Float>(
                 let col = col0 + unit_col + j;
                 if row < m && col < n {
                     let bias = f32::cast_from(bias[bias_offset + row * bias_sm + col * bias_sn]);
-                    let value = finish_sum(acc[i * THREAD_N + j], bias, Epilogue::BiasRelu);
+                    let value = portable_relu(acc[i * THREAD_N + j] + bias);
                     output[out_base + row * n + col] = F::cast_from(value);
                 }
             }
