@@ -10,16 +10,17 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 static DEVICE: Mutex<()> = Mutex::new(());
 
-/// Whether the runtime cubecl names `runtime_name` (`Client::name`) takes device work from one
-/// thread at a time: wgpu over OpenGL (`wgpu<wgsl-gl>`).
-pub fn needs_one_at_a_time(runtime_name: &str) -> bool {
-    runtime_name.starts_with("wgpu") && runtime_name.ends_with("-gl>")
+/// The process's device lock where the runtime cubecl names `runtime_name` (`Client::name`)
+/// takes device work from one thread at a time, else `None`. A test that panicked while holding
+/// it leaves it usable for the next.
+pub fn one_at_a_time(runtime_name: &str) -> Option<MutexGuard<'static, ()>> {
+    needs_one_at_a_time(runtime_name).then(|| DEVICE.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// The process's device lock when `needed`, else `None`. A test that panicked while holding it
-/// leaves it usable for the next.
-pub fn one_at_a_time(needed: bool) -> Option<MutexGuard<'static, ()>> {
-    needed.then(|| DEVICE.lock().unwrap_or_else(PoisonError::into_inner))
+/// Whether the runtime `runtime_name` takes device work from one thread at a time: wgpu over
+/// OpenGL (`wgpu<wgsl-gl>`).
+fn needs_one_at_a_time(runtime_name: &str) -> bool {
+    runtime_name.starts_with("wgpu") && runtime_name.ends_with("-gl>")
 }
 
 #[cfg(test)]
@@ -38,10 +39,13 @@ mod tests {
         ] {
             assert!(!needs_one_at_a_time(other), "{other}");
         }
-        assert!(one_at_a_time(false).is_none());
-        let first = one_at_a_time(true);
+        assert!(one_at_a_time("wgpu<spirv>").is_none());
+        let first = one_at_a_time("wgpu<wgsl-gl>");
         assert!(first.is_some());
         drop(first);
-        assert!(one_at_a_time(true).is_some(), "released when dropped");
+        assert!(
+            one_at_a_time("wgpu<wgsl-gl>").is_some(),
+            "released when dropped"
+        );
     }
 }

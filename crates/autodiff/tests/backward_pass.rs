@@ -54,8 +54,7 @@ fn device() -> CubeDevice {
 /// The device to this test alone where the adapter needs it (wgpu over OpenGL: see
 /// `fmar_tests::serial`).
 fn one_at_a_time() -> Option<std::sync::MutexGuard<'static, ()>> {
-    use fmar_tests::serial;
-    serial::one_at_a_time(serial::needs_one_at_a_time(device().client().name()))
+    fmar_tests::serial::one_at_a_time(device().client().name())
 }
 
 fn upload<B: Backend<Device = CubeDevice>>(host: &HostTensor) -> FloatTensor<B> {

@@ -168,7 +168,7 @@ pub fn client() -> Client {
 /// The device to this test alone where the adapter needs it (wgpu over OpenGL: see
 /// `fmar_tests::serial`), else `None`.
 pub fn one_at_a_time() -> Option<std::sync::MutexGuard<'static, ()>> {
-    fmar_tests::serial::one_at_a_time(fmar_tests::serial::needs_one_at_a_time(client().name()))
+    fmar_tests::serial::one_at_a_time(client().name())
 }
 
 /// The tolerance of a launch's `precision` results on this device: on CUDA, f32 problems may
