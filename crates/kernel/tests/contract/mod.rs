@@ -56,8 +56,7 @@ use fmar_tests::{
 };
 use std::fmt::Display;
 
-mod non_finite;
-pub use non_finite::non_finite_values_follow_ieee_then_relu;
+pub mod non_finite;
 
 /// The launch under test: the crate's two entry points and the variants to run.
 pub struct Kernel<V: 'static> {
@@ -87,7 +86,7 @@ macro_rules! contract_tests {
         }
 
         $crate::contract::contract_tests!(
-            @tests
+            @tests $crate::contract =>
             f32_matches_f64_loop_on_ragged_shapes,
             broadcast_batch_on_either_side,
             rank_two_and_rank_four,
@@ -102,15 +101,20 @@ macro_rules! contract_tests {
             every_operand_may_be_transposed_sliced_or_strided,
             bias_broadcasts_from_any_lower_rank,
             random_cases_through_the_launch,
+        );
+        $crate::contract::contract_tests!(
+            @tests $crate::contract::non_finite =>
             non_finite_values_follow_ieee_then_relu,
         );
     };
-    (@tests $($name:ident),* $(,)?) => {
+    // One `#[test]` per function of the harness's module `$module`.
+    (@tests $module:path => $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
+                use $module as harness;
                 let _device = $crate::contract::one_at_a_time();
-                $crate::contract::$name(&kernel());
+                harness::$name(&kernel());
             }
         )*
     };
