@@ -43,6 +43,15 @@ pub struct Args {
     /// Skip the forced variants: fmar's own choice and Burn's two paths only.
     #[arg(long)]
     pub no_variants: bool,
+    /// Force only these variants (names separated by `,`, as `FMAR_KERNEL` spells them), beside
+    /// fmar's own choice and Burn's two paths: for instance the Hopper paths alone.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "VARIANT",
+        conflicts_with = "no_variants"
+    )]
+    pub variants: Vec<String>,
     /// Write the report as JSON to this file, rewritten after every shape.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -4,7 +4,7 @@
 //! - `fmar`: fmar's own choice of kernel (by measurement with the `autotune` feature, else by
 //!   its heuristic);
 //! - `fmar <variant>`: each of fmar's kernel variants, forced
-//!   ([`Variant::ALL`](fmar::kernel::Variant::ALL));
+//!   ([`Variant::ALL`](fmar::kernel::Variant::ALL), or those `--variants` names);
 //! - `burn matmul`: Burn's `lhs.matmul(rhs)` alone, no bias and no ReLU: the ceiling of Burn's
 //!   generic path;
 //! - `burn fused`: Burn's composition `relu(lhs.matmul(rhs) + bias)`, which Fusion fuses into
@@ -116,6 +116,16 @@ fn main() {
     let shapes = args.shape_list();
     let candidates = match &args.only {
         Some(text) => vec![Candidate::named("only", text)],
+        None if !args.variants.is_empty() => {
+            let mut chosen = vec![Candidate::Fmar(None)];
+            chosen.extend(
+                args.variants
+                    .iter()
+                    .map(|name| Candidate::named("variants", name)),
+            );
+            chosen.extend([Candidate::BurnMatmul, Candidate::BurnFused]);
+            chosen
+        }
         None => Candidate::all(!args.no_variants),
     };
     let sabotage = Sabotage {
