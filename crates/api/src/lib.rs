@@ -176,10 +176,10 @@ impl FusedMatmulAddReluBackend for Flex {
         rhs: FloatTensor<Self>,
         bias: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, IntTensor<Self>) {
-        // Flex keeps its tensors on the host: the mask is packed there.
+        // Flex keeps its tensors on the host: the mask is packed there, from the output's own
+        // memory.
         let output = prechecked::composed_matmul_add_relu::<Flex>(lhs, rhs, bias);
-        let mask = fmar_autodiff::host_mask::pack_relu_mask::<Flex>(&output);
-        (output, mask)
+        fmar_autodiff::host_mask::pack_relu_mask::<Flex>(output)
     }
 
     fn masked_gradient(grad: FloatTensor<Self>, mask: IntTensor<Self>) -> FloatTensor<Self> {

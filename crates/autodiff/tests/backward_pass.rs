@@ -36,11 +36,7 @@ fn composed(
 fn inner_ops() -> InnerOps<Inner> {
     InnerOps {
         forward: composed,
-        forward_keeping_mask: |lhs, rhs, bias| {
-            let output = composed(lhs, rhs, bias);
-            let mask = pack_relu_mask::<Inner>(&output);
-            (output, mask)
-        },
+        forward_keeping_mask: |lhs, rhs, bias| pack_relu_mask::<Inner>(composed(lhs, rhs, bias)),
         masked_gradient: masked_gradient::<Inner>,
         masked_gradient_with_column_sums: masked_gradient_with_column_sums::<Inner>,
         matmul: Inner::float_matmul,
