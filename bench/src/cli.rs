@@ -49,7 +49,7 @@ pub struct Args {
         long,
         value_delimiter = ',',
         value_name = "VARIANT",
-        conflicts_with = "no_variants"
+        conflicts_with_all = ["no_variants", "only"]
     )]
     pub variants: Vec<String>,
     /// Write the report as JSON to this file, rewritten after every shape.
